@@ -1,0 +1,101 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Every target of ours compiles in Swift 6 language mode with warnings treated as errors:
+/// the test command (and so CI) builds exactly what a developer builds, and a warning cannot slip in.
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .treatAllWarnings(as: .error),
+]
+
+/// Test targets: Swift 6 mode, but warnings stay warnings, because Swift Testing's own macro
+/// expansions emit a warning (`'@const' value should be initialized with a compile-time value`)
+/// on this toolchain that no test code can avoid.
+let testSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Preflight",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "preflightd", targets: ["preflightd"]),
+        .executable(name: "preflightctl", targets: ["preflightctl"]),
+        .library(name: "PreflightClient", targets: ["PreflightClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CZeroMQ",
+            pkgConfig: "libzmq",
+            providers: [.apt(["libzmq3-dev"])]
+        ),
+        .systemLibrary(name: "CLinuxShims"),
+        .target(
+            name: "ZeroMQ",
+            dependencies: ["CZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PreflightProtocol",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PreflightAgent",
+            dependencies: [
+                "CLinuxShims",
+                "ZeroMQ",
+                "PreflightProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "preflightd",
+            dependencies: [
+                "PreflightAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PreflightClient",
+            dependencies: ["ZeroMQ", "PreflightProtocol"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "preflightctl",
+            dependencies: [
+                "PreflightClient",
+                "PreflightProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ZeroMQTests",
+            dependencies: ["ZeroMQ"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "PreflightProtocolTests",
+            dependencies: ["PreflightProtocol"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "PreflightAgentTests",
+            dependencies: ["PreflightAgent", "PreflightProtocol"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["PreflightClient", "PreflightProtocol", "ZeroMQ", "preflightd", "preflightctl"],
+            swiftSettings: testSettings
+        ),
+    ]
+)

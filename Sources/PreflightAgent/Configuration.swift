@@ -1,0 +1,302 @@
+import Foundation
+import PreflightProtocol
+
+/// The agent's configuration, read from `/etc/preflight/preflight.json` (or `--config PATH`).
+///
+/// Key names under `target` follow the Target SDK's ADBMobileConfig.json (`clientCode`, `timeout`,
+/// `environmentId`) so that an existing file's values carry over.
+public struct AgentConfiguration: Sendable, Equatable {
+    public struct Agent: Sendable, Equatable {
+        public var appEndpoint = "ipc:///run/preflight/app.sock"
+        public var adminEndpoint = "ipc:///run/preflight/admin.sock"
+        public var eventsEndpoint = "ipc:///run/preflight/events.sock"
+        public var stateDirectory = "/var/lib/preflight"
+        /// Largest request body answered normally; larger ones get `payload_too_large`.
+        public var maxBodyBytes = defaultMaxBodyBytes
+        /// Most mboxes per `prefetch` and requests per `loadRequests`.
+        public var maxMboxesPerCommand = 50
+        /// Most resources per `preauthorize`.
+        public var maxResourcesPerCommand = 100
+        /// Least severe level logged: trace, debug, info, notice, warning, error, critical.
+        public var logLevel = "info"
+    }
+
+    public struct Target: Sendable, Equatable {
+        public var clientCode = ""
+        /// Absent means `https://{clientCode}.tt.omtrdc.net`.
+        public var serverURL: String?
+        public var environmentId: Int64 = 0
+        public var propertyToken = ""
+        /// Upstream timeout in seconds (as the SDK's `timeout`).
+        public var timeout: Double = 5
+        /// Seconds without a request after which the Target session id is renewed.
+        public var sessionTimeout: Double = 1800
+        public var cacheBudgetBytes = 32 << 20
+
+        /// The Delivery API base URL in effect.
+        public var effectiveServerURL: String {
+            serverURL ?? "https://\(clientCode).tt.omtrdc.net"
+        }
+    }
+
+    public struct Pass: Sendable, Equatable {
+        /// Absent means `https://sp.auth.adobe.com`.
+        public var serverURL: String?
+        public var softwareStatement = ""
+        public var requestors: [String] = []
+
+        public var effectiveServerURL: String {
+            serverURL ?? "https://sp.auth.adobe.com"
+        }
+    }
+
+    public var agent = Agent()
+    public var target = Target()
+    public var pass = Pass()
+
+    public init() {}
+
+    public var commandLimits: CommandLimits {
+        CommandLimits(maxMboxes: agent.maxMboxesPerCommand, maxResources: agent.maxResourcesPerCommand)
+    }
+}
+
+/// A configuration value that is wrong: the key at fault and why.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Dotted path of the key, e.g. `target.timeout`; empty when the file as a whole is at fault.
+    public var key: String
+    public var message: String
+
+    public init(key: String, message: String) {
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        key.isEmpty ? message : "\(key): \(message)"
+    }
+}
+
+/// The outcome of reading a configuration: the values, plus warnings for keys it did not know.
+public struct LoadedConfiguration: Sendable {
+    public var configuration: AgentConfiguration
+    public var warnings: [String]
+    public var path: String?
+}
+
+extension AgentConfiguration {
+    /// Reads a configuration file. Unknown keys become warnings; a wrong type or value throws,
+    /// naming the key.
+    public static func load(path: String) throws(ConfigurationError) -> LoadedConfiguration {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw ConfigurationError(key: "", message: "cannot read \(path): \(error.localizedDescription)")
+        }
+        var loaded = try parse(bytes)
+        loaded.path = path
+        return loaded
+    }
+
+    /// Reads configuration JSON.
+    public static func parse(_ bytes: [UInt8]) throws(ConfigurationError) -> LoadedConfiguration {
+        let value: JSONValue
+        do {
+            value = try JSONReader.read(bytes)
+        } catch {
+            throw ConfigurationError(key: "", message: "not valid JSON: \(error)")
+        }
+        guard case .object(let root) = value else {
+            throw ConfigurationError(key: "", message: "the configuration must be a JSON object")
+        }
+        var reader = ConfigurationReader()
+        var configuration = AgentConfiguration()
+        try reader.section(root, "agent") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
+            try section.endpoint("appEndpoint", into: &configuration.agent.appEndpoint)
+            try section.endpoint("adminEndpoint", into: &configuration.agent.adminEndpoint)
+            try section.endpoint("eventsEndpoint", into: &configuration.agent.eventsEndpoint)
+            try section.path("stateDirectory", into: &configuration.agent.stateDirectory)
+            try section.integer("maxBodyBytes", into: &configuration.agent.maxBodyBytes, in: 1024...(64 << 20))
+            try section.integer("maxMboxesPerCommand", into: &configuration.agent.maxMboxesPerCommand, in: 1...10_000)
+            try section.integer(
+                "maxResourcesPerCommand",
+                into: &configuration.agent.maxResourcesPerCommand,
+                in: 1...10_000
+            )
+            try section.oneOf(
+                "logLevel",
+                ["trace", "debug", "info", "notice", "warning", "error", "critical"],
+                into: &configuration.agent.logLevel
+            )
+        }
+        try reader.section(root, "target") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
+            try section.string("clientCode", into: &configuration.target.clientCode)
+            try section.url("serverURL", into: &configuration.target.serverURL)
+            try section.integer("environmentId", into: &configuration.target.environmentId, in: 0...Int64.max)
+            try section.string("propertyToken", into: &configuration.target.propertyToken)
+            try section.seconds("timeout", into: &configuration.target.timeout, in: 0.1...300)
+            try section.seconds("sessionTimeout", into: &configuration.target.sessionTimeout, in: 1...86_400)
+            try section.integer("cacheBudgetBytes", into: &configuration.target.cacheBudgetBytes, in: 4096...(1 << 32))
+        }
+        try reader.section(root, "pass") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
+            try section.url("serverURL", into: &configuration.pass.serverURL)
+            try section.string("softwareStatement", into: &configuration.pass.softwareStatement)
+            try section.stringArray("requestors", into: &configuration.pass.requestors)
+        }
+        for key in root.keys where !["agent", "target", "pass"].contains(key) {
+            reader.warnings.append("unknown key \(key) (ignored)")
+        }
+        try configuration.checkConsistency()
+        return LoadedConfiguration(configuration: configuration, warnings: reader.warnings, path: nil)
+    }
+
+    private func checkConsistency() throws(ConfigurationError) {
+        let endpoints = [agent.appEndpoint, agent.adminEndpoint, agent.eventsEndpoint]
+        guard Set(endpoints).count == endpoints.count else {
+            throw ConfigurationError(key: "agent", message: "appEndpoint, adminEndpoint and eventsEndpoint must differ")
+        }
+        if target.serverURL == nil && target.clientCode.isEmpty {
+            throw ConfigurationError(key: "target.clientCode", message: "required unless target.serverURL is set")
+        }
+    }
+}
+
+/// Walks configuration JSON with a known set of keys per section.
+struct ConfigurationReader {
+    var warnings: [String] = []
+
+    struct Section {
+        let name: String
+        let object: JSONObject
+        var known: [String] = []
+
+        private func key(_ member: String) -> String { "\(name).\(member)" }
+
+        private mutating func value(_ member: String) -> JSONValue? {
+            known.append(member)
+            return object[member]
+        }
+
+        mutating func string(_ member: String, into target: inout String) throws(ConfigurationError) {
+            guard let value = value(member) else { return }
+            guard case .string(let text) = value else {
+                throw ConfigurationError(key: key(member), message: "must be a string, got \(value.typeName)")
+            }
+            target = text
+        }
+
+        mutating func stringArray(_ member: String, into target: inout [String]) throws(ConfigurationError) {
+            guard let value = value(member) else { return }
+            guard case .array(let elements) = value else {
+                throw ConfigurationError(key: key(member), message: "must be an array of strings, got \(value.typeName)")
+            }
+            var strings: [String] = []
+            for (index, element) in elements.enumerated() {
+                guard case .string(let text) = element, !text.isEmpty else {
+                    throw ConfigurationError(key: "\(key(member))[\(index)]", message: "must be a non-empty string")
+                }
+                strings.append(text)
+            }
+            target = strings
+        }
+
+        mutating func oneOf(_ member: String, _ allowed: [String], into target: inout String) throws(ConfigurationError)
+        {
+            var text = target
+            try string(member, into: &text)
+            guard allowed.contains(text) else {
+                throw ConfigurationError(
+                    key: key(member),
+                    message: "must be one of \(allowed.joined(separator: ", ")); got \"\(text)\""
+                )
+            }
+            target = text
+        }
+
+        mutating func endpoint(_ member: String, into target: inout String) throws(ConfigurationError) {
+            var text = target
+            try string(member, into: &text)
+            let schemes = ["ipc://", "tcp://", "inproc://"]
+            guard schemes.contains(where: { text.hasPrefix($0) }), !schemes.contains(text) else {
+                throw ConfigurationError(
+                    key: key(member),
+                    message: "must be a ZeroMQ endpoint such as ipc:///run/preflight/app.sock; got \"\(text)\""
+                )
+            }
+            target = text
+        }
+
+        mutating func path(_ member: String, into target: inout String) throws(ConfigurationError) {
+            var text = target
+            try string(member, into: &text)
+            guard !text.isEmpty, !text.contains("\u{0}") else {
+                throw ConfigurationError(key: key(member), message: "must be a folder path")
+            }
+            target = text
+        }
+
+        mutating func url(_ member: String, into target: inout String?) throws(ConfigurationError) {
+            guard let value = value(member) else { return }
+            if case .null = value {
+                target = nil
+                return
+            }
+            guard case .string(let text) = value else {
+                throw ConfigurationError(key: key(member), message: "must be a string, got \(value.typeName)")
+            }
+            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                url.host != nil
+            else {
+                throw ConfigurationError(key: key(member), message: "must be an http or https URL; got \"\(text)\"")
+            }
+            target = text.hasSuffix("/") ? String(text.dropLast()) : text
+        }
+
+        mutating func integer<Number: FixedWidthInteger>(
+            _ member: String,
+            into target: inout Number,
+            in range: ClosedRange<Number>
+        ) throws(ConfigurationError) {
+            guard let value = value(member) else { return }
+            guard case .integer(let number) = value, let converted = Number(exactly: number), range.contains(converted)
+            else {
+                throw ConfigurationError(
+                    key: key(member),
+                    message: "must be an integer from \(range.lowerBound) to \(range.upperBound); got \(JSONWriter.string(value))"
+                )
+            }
+            target = converted
+        }
+
+        mutating func seconds(_ member: String, into target: inout Double, in range: ClosedRange<Double>)
+            throws(ConfigurationError)
+        {
+            guard let value = value(member) else { return }
+            guard let number = value.doubleValue, range.contains(number) else {
+                throw ConfigurationError(
+                    key: key(member),
+                    message: "must be a number of seconds from \(range.lowerBound) to \(range.upperBound); "
+                        + "got \(JSONWriter.string(value))"
+                )
+            }
+            target = number
+        }
+    }
+
+    mutating func section(
+        _ root: JSONObject,
+        _ name: String,
+        _ body: (inout Section) throws(ConfigurationError) -> Void
+    ) throws(ConfigurationError) {
+        guard let value = root[name] else { return }
+        guard case .object(let object) = value else {
+            throw ConfigurationError(key: name, message: "must be an object, got \(value.typeName)")
+        }
+        var section = Section(name: name, object: object)
+        try body(&section)
+        for key in object.keys where !section.known.contains(key) {
+            warnings.append("unknown key \(name).\(key) (ignored)")
+        }
+    }
+}

@@ -1,0 +1,422 @@
+import Foundation
+import Logging
+import PreflightProtocol
+import Synchronization
+import ZeroMQ
+
+/// Which endpoint a request arrived on; it decides which commands are permitted.
+public enum EndpointRole: String, Sendable {
+    case app
+    case admin
+}
+
+/// Handles request bodies for the IPC server. Knows the protocol, not ZeroMQ.
+public protocol RequestHandler: Sendable {
+    /// Called on the I/O thread for every request body. Returns the reply body to send at once, or nil
+    /// after taking `responder` to reply later from any thread (work that waits on the network).
+    /// Must not block: every other client waits while it runs.
+    func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]?
+}
+
+/// Sends one deferred reply, from any thread, to the peer that sent the request.
+public struct Responder: Sendable {
+    fileprivate let server: IPCServer
+    fileprivate let role: EndpointRole
+    fileprivate let envelope: [[UInt8]]
+
+    /// Queues the reply for the I/O thread and wakes it. Call exactly once.
+    public func respond(_ body: [UInt8]) {
+        server.enqueue(.reply(role: role, frames: envelope + [body], deferred: true))
+    }
+}
+
+/// Counters of the IPC layer, read by `status`/`stats`.
+public struct IPCCounters: Sendable, Equatable {
+    public var requests = 0
+    public var replies = 0
+    /// Replies dropped because the peer had gone (EHOSTUNREACH).
+    public var repliesToVanishedPeers = 0
+    /// Replies dropped because the peer did not read (its queue was at the high-water mark).
+    public var repliesDroppedAtHighWaterMark = 0
+    public var malformedFrames = 0
+    public var eventsPublished = 0
+    public var inFlight = 0
+}
+
+/// Owns every ZeroMQ socket of the agent on one thread (libzmq sockets are not thread-safe).
+///
+/// The thread polls the app and admin ROUTER sockets and a wake-up eventfd in one `zmq_poll`. Cheap
+/// requests are answered right there; replies from async work and events to publish arrive through a
+/// mutex-protected queue plus a write to the eventfd, so nothing waiting on the network delays an
+/// unrelated reply.
+public final class IPCServer: Sendable {
+    public struct Endpoints: Sendable, Equatable {
+        public var app: String
+        public var admin: String
+        public var events: String
+
+        public init(app: String, admin: String, events: String) {
+            self.app = app
+            self.admin = admin
+            self.events = events
+        }
+    }
+
+    fileprivate enum Outgoing: Sendable {
+        case reply(role: EndpointRole, frames: [[UInt8]], deferred: Bool)
+        case event(topic: String, body: [UInt8])
+    }
+
+    private enum Phase: Sendable {
+        case idle
+        case running
+        /// New requests get `shutting_down`; the loop ends once in-flight work has replied or at the deadline.
+        case draining(deadline: ContinuousClock.Instant)
+        case stopped
+    }
+
+    private struct Shared: Sendable {
+        var outgoing: [Outgoing] = []
+        var phase: Phase = .idle
+        var counters = IPCCounters()
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    public let endpoints: Endpoints
+    private let handler: any RequestHandler
+    private let logger: Logger
+    private let maxBodyBytes: Int
+    private let wakeUp: WakeUpSignal
+    private let shared = Mutex(Shared())
+    /// Called on the I/O thread once per loop turn (and at least every `tickInterval`), for work that
+    /// must prove the loop is alive, such as the systemd watchdog.
+    private let onTick: (@Sendable () -> Void)?
+    private let tickInterval: Duration
+
+    public init(
+        endpoints: Endpoints,
+        handler: any RequestHandler,
+        maxBodyBytes: Int,
+        logger: Logger,
+        tickInterval: Duration = .seconds(1),
+        onTick: (@Sendable () -> Void)? = nil
+    ) throws(AgentError) {
+        self.endpoints = endpoints
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+        self.logger = logger
+        self.wakeUp = try WakeUpSignal()
+        self.tickInterval = tickInterval
+        self.onTick = onTick
+    }
+
+    public var counters: IPCCounters {
+        shared.withLock { $0.counters }
+    }
+
+    /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).
+    public func start() async throws(AgentError) {
+        let result: Result<Void, AgentError> = await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in
+                self.runThread(started: continuation)
+            }
+            thread.name = "preflight-io"
+            thread.start()
+        }
+        try result.get()
+    }
+
+    /// Publishes an event on the events endpoint. Callable from any thread.
+    public func publish(topic: String, body: [UInt8]) {
+        enqueue(.event(topic: topic, body: body))
+    }
+
+    /// Stops taking requests, lets in-flight work reply until `grace` has passed, then closes the
+    /// sockets and removes the socket files. Returns when the I/O thread has finished.
+    public func stop(grace: Duration = .milliseconds(500)) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = shared.withLock { state -> Bool in
+                switch state.phase {
+                case .stopped, .idle:
+                    return true
+                case .running:
+                    state.phase = .draining(deadline: .now + grace)
+                    state.stopWaiters.append(continuation)
+                    return false
+                case .draining:
+                    state.stopWaiters.append(continuation)
+                    return false
+                }
+            }
+            if resumeNow {
+                continuation.resume()
+            } else {
+                wakeUp.signal()
+            }
+        }
+    }
+
+    fileprivate func enqueue(_ item: Outgoing) {
+        shared.withLock { $0.outgoing.append(item) }
+        wakeUp.signal()
+    }
+
+    // MARK: - The I/O thread
+
+    /// The sockets, created, used and closed on the I/O thread only.
+    private struct Sockets {
+        let context: ZeroMQContext
+        let app: ZeroMQSocket
+        let admin: ZeroMQSocket
+        let events: ZeroMQSocket
+
+        func socket(for role: EndpointRole) -> ZeroMQSocket {
+            role == .app ? app : admin
+        }
+
+        func closeAll() {
+            for socket in [app, admin, events] {
+                try? socket.setOption(.linger(milliseconds: 200))
+                socket.close()
+            }
+        }
+    }
+
+    private func runThread(started: CheckedContinuation<Result<Void, AgentError>, Never>) {
+        let sockets: Sockets
+        do {
+            sockets = try bindSockets()
+        } catch {
+            shared.withLock { $0.phase = .stopped }
+            started.resume(returning: .failure(error))
+            return
+        }
+        shared.withLock { $0.phase = .running }
+        started.resume(returning: .success(()))
+        logger.info(
+            "listening",
+            metadata: ["app": "\(endpoints.app)", "admin": "\(endpoints.admin)", "events": "\(endpoints.events)"]
+        )
+        runLoop(sockets)
+        sockets.closeAll()
+        removeSocketFiles()
+        let waiters = shared.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.phase = .stopped
+            defer { state.stopWaiters = [] }
+            return state.stopWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func bindSockets() throws(AgentError) -> Sockets {
+        let context: ZeroMQContext
+        let app: ZeroMQSocket
+        let admin: ZeroMQSocket
+        let events: ZeroMQSocket
+        do {
+            context = try ZeroMQContext(ioThreads: 1)
+            app = try context.makeSocket(.router)
+            admin = try context.makeSocket(.router)
+            events = try context.makeSocket(.pub)
+            // Bodies somewhat over the limit still get a payload_too_large reply; beyond twice the limit
+            // libzmq drops the connection instead of buffering an arbitrarily large message.
+            let maxMessage = Int64(maxBodyBytes) * 2 + 4096
+            for router in [app, admin] {
+                try router.setOption(.routerMandatory(true))
+                try router.setOption(.maxMessageSize(maxMessage))
+                try router.setOption(.sendHighWaterMark(1000))
+                try router.setOption(.receiveHighWaterMark(1000))
+                try router.setOption(.linger(milliseconds: 0))
+            }
+            try events.setOption(.sendHighWaterMark(1000))
+            try events.setOption(.linger(milliseconds: 0))
+        } catch {
+            throw AgentError.bindFailed(endpoints.app, reason: "\(error)")
+        }
+        var bound: [ZeroMQSocket] = []
+        for (socket, endpoint) in [(app, endpoints.app), (admin, endpoints.admin), (events, endpoints.events)] {
+            do {
+                try prepareFolder(for: endpoint)
+                try socket.bind(endpoint)
+                bound.append(socket)
+            } catch {
+                app.close()
+                admin.close()
+                events.close()
+                // Only the files of endpoints this process bound are ours to remove.
+                for (other, otherEndpoint) in [(app, endpoints.app), (admin, endpoints.admin)]
+                where bound.contains(where: { $0 === other }) {
+                    Self.removeSocketFile(of: otherEndpoint)
+                }
+                if let error = error as? ZeroMQError, error == .addressInUse {
+                    throw AgentError.endpointInUse(endpoint)
+                }
+                throw AgentError.bindFailed(endpoint, reason: "\(error)")
+            }
+        }
+        return Sockets(context: context, app: app, admin: admin, events: events)
+    }
+
+    /// Creates the folder of an ipc endpoint when missing (`RuntimeDirectory=` does it under systemd).
+    private func prepareFolder(for endpoint: String) throws {
+        guard let path = Self.ipcPath(endpoint) else { return }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+
+    private static func ipcPath(_ endpoint: String) -> String? {
+        guard endpoint.hasPrefix("ipc://") else { return nil }
+        let path = String(endpoint.dropFirst("ipc://".count))
+        guard !path.isEmpty, path != "*", !path.hasPrefix("@") else { return nil }
+        return path
+    }
+
+    private static func removeSocketFile(of endpoint: String) {
+        guard let path = ipcPath(endpoint) else { return }
+        unlink(path)
+    }
+
+    /// libzmq leaves ipc socket files behind on close; a clean stop removes them.
+    private func removeSocketFiles() {
+        for endpoint in [endpoints.app, endpoints.admin, endpoints.events] {
+            Self.removeSocketFile(of: endpoint)
+        }
+    }
+
+    private func runLoop(_ sockets: Sockets) {
+        var items = [
+            PollItem(socket: sockets.app, events: .readable),
+            PollItem(socket: sockets.admin, events: .readable),
+            PollItem(fileDescriptor: wakeUp.fileDescriptor, events: .readable),
+        ]
+        while true {
+            do {
+                _ = try poll(&items, timeout: tickInterval)
+            } catch {
+                logger.critical("zmq_poll failed; stopping the I/O loop", metadata: ["error": "\(error)"])
+                return
+            }
+            onTick?()
+            if items[2].returnedEvents.contains(.readable) {
+                wakeUp.drain()
+            }
+            flushOutgoing(sockets)
+            let draining: Bool
+            switch shared.withLock({ $0.phase }) {
+            case .draining(let deadline):
+                if shared.withLock({ $0.counters.inFlight == 0 }) || ContinuousClock.now >= deadline {
+                    flushOutgoing(sockets)
+                    return
+                }
+                draining = true
+            default:
+                draining = false
+            }
+            // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
+            for (index, role) in [(0, EndpointRole.app), (1, EndpointRole.admin)]
+            where items[index].returnedEvents.contains(.readable) {
+                receiveBatch(from: sockets.socket(for: role), role: role, sockets: sockets, draining: draining)
+            }
+        }
+    }
+
+    private func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, sockets: Sockets, draining: Bool) {
+        for _ in 0..<256 {
+            let frames: [[UInt8]]
+            do {
+                frames = try socket.receive(dontWait: true)
+            } catch {
+                if error != .wouldBlock {
+                    logger.error("receive failed", metadata: ["endpoint": "\(role)", "error": "\(error)"])
+                }
+                return
+            }
+            handleMessage(frames, role: role, socket: socket, draining: draining)
+        }
+    }
+
+    private func handleMessage(_ frames: [[UInt8]], role: EndpointRole, socket: ZeroMQSocket, draining: Bool) {
+        guard frames.count >= 2 else { return }  // a ROUTER always prepends the routing id
+        shared.withLock { $0.counters.requests += 1 }
+        // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
+        guard let delimiter = frames[1...].firstIndex(where: \.isEmpty) else {
+            shared.withLock { $0.counters.malformedFrames += 1 }
+            let error = ProtocolErrorReply.malformed("missing the empty delimiter frame before the body")
+            send([frames[0], error], on: socket, role: role)
+            return
+        }
+        let envelope = Array(frames[...delimiter])
+        guard frames.count - delimiter - 1 == 1 else {
+            shared.withLock { $0.counters.malformedFrames += 1 }
+            let error = ProtocolErrorReply.malformed(
+                "expected exactly one body frame after the delimiter; got \(frames.count - delimiter - 1)"
+            )
+            send(envelope + [error], on: socket, role: role)
+            return
+        }
+        let body = frames[delimiter + 1]
+        if draining {
+            send(envelope + [ProtocolErrorReply.shuttingDown(body)], on: socket, role: role)
+            return
+        }
+        let responder = Responder(server: self, role: role, envelope: envelope)
+        if let reply = handler.handle(body, role: role, responder: responder) {
+            send(envelope + [reply], on: socket, role: role)
+        } else {
+            shared.withLock { $0.counters.inFlight += 1 }
+        }
+    }
+
+    private func flushOutgoing(_ sockets: Sockets) {
+        let batch = shared.withLock { state -> [Outgoing] in
+            defer { state.outgoing = [] }
+            return state.outgoing
+        }
+        for item in batch {
+            switch item {
+            case .reply(let role, let frames, let deferred):
+                if deferred { shared.withLock { $0.counters.inFlight -= 1 } }
+                send(frames, on: sockets.socket(for: role), role: role)
+            case .event(let topic, let body):
+                do {
+                    try sockets.events.send([Array(topic.utf8), body], dontWait: true)
+                    shared.withLock { $0.counters.eventsPublished += 1 }
+                } catch {
+                    // PUB drops at the high-water mark by design; a slow subscriber must not stall the agent.
+                }
+            }
+        }
+    }
+
+    private func send(_ frames: [[UInt8]], on socket: ZeroMQSocket, role: EndpointRole) {
+        do {
+            try socket.send(frames, dontWait: true)
+            shared.withLock { $0.counters.replies += 1 }
+        } catch {
+            shared.withLock { state in
+                if error == .hostUnreachable {
+                    state.counters.repliesToVanishedPeers += 1
+                } else {
+                    state.counters.repliesDroppedAtHighWaterMark += 1
+                }
+            }
+        }
+    }
+}
+
+/// Replies the IPC layer makes itself, before a body reaches the handler.
+private enum ProtocolErrorReply {
+    static func malformed(_ message: String) -> [UInt8] {
+        Reply.failure(id: nil, error: .malformed(message))
+    }
+
+    /// `shutting_down`, correlated by the request's id when it has a readable one.
+    static func shuttingDown(_ body: [UInt8]) -> [UInt8] {
+        let id: String?
+        switch Request.decode(body) {
+        case .success(let request): id = request.id
+        case .failure(let failure): id = failure.id
+        }
+        return Reply.failure(id: id, error: .shuttingDown())
+    }
+}

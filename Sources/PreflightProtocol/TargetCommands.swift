@@ -1,0 +1,315 @@
+/// One name/value pair of `mboxParameters` or `profileParameters`, in the order the app sent them.
+public struct Parameter: Sendable, Hashable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// `productParameters`: Target allows exactly `id` and `categoryId`.
+public struct ProductParameters: Sendable, Hashable {
+    public var id: String?
+    public var categoryId: String?
+
+    public init(id: String? = nil, categoryId: String? = nil) {
+        self.id = id
+        self.categoryId = categoryId
+    }
+}
+
+/// `orderParameters`, normalised: `total` as a number, `purchasedProductIds` as an array even when
+/// the app sent one comma-separated string (as the SDK's `TargetOrder` allows).
+public struct OrderParameters: Sendable, Hashable {
+    public var id: String?
+    public var total: Double?
+    public var purchasedProductIds: [String]?
+
+    public init(id: String? = nil, total: Double? = nil, purchasedProductIds: [String]? = nil) {
+        self.id = id
+        self.total = total
+        self.purchasedProductIds = purchasedProductIds
+    }
+}
+
+/// The parameters every mbox in a command carries (the SDK's TargetParameters).
+public struct MboxTargeting: Sendable, Hashable {
+    public var mboxParameters: [Parameter]
+    public var product: ProductParameters?
+    public var order: OrderParameters?
+
+    public init(mboxParameters: [Parameter] = [], product: ProductParameters? = nil, order: OrderParameters? = nil) {
+        self.mboxParameters = mboxParameters
+        self.product = product
+        self.order = order
+    }
+}
+
+/// One mbox of a `prefetch` (the SDK's TargetPrefetchObject).
+public struct PrefetchMbox: Sendable, Hashable {
+    public var name: String
+    public var targeting: MboxTargeting
+
+    public init(name: String, targeting: MboxTargeting = MboxTargeting()) {
+        self.name = name
+        self.targeting = targeting
+    }
+}
+
+/// `prefetch` arguments (targetPrefetchContent).
+public struct PrefetchCommand: Sendable, Hashable {
+    public var mboxes: [PrefetchMbox]
+    public var profileParameters: [Parameter]
+
+    public init(mboxes: [PrefetchMbox], profileParameters: [Parameter] = []) {
+        self.mboxes = mboxes
+        self.profileParameters = profileParameters
+    }
+}
+
+/// One request of a `loadRequests` (the SDK's TargetRequestObject).
+public struct LoadRequest: Sendable, Hashable {
+    public var name: String
+    public var defaultContent: String
+    public var targeting: MboxTargeting
+
+    public init(name: String, defaultContent: String, targeting: MboxTargeting = MboxTargeting()) {
+        self.name = name
+        self.defaultContent = defaultContent
+        self.targeting = targeting
+    }
+}
+
+/// `loadRequests` arguments (targetLoadRequests).
+public struct LoadRequestsCommand: Sendable, Hashable {
+    public var requests: [LoadRequest]
+    public var profileParameters: [Parameter]
+
+    public init(requests: [LoadRequest], profileParameters: [Parameter] = []) {
+        self.requests = requests
+        self.profileParameters = profileParameters
+    }
+}
+
+/// The bounds PROTOCOL.md sets on Target arguments.
+public enum TargetLimits {
+    public static let mboxNameLength = 250
+    public static let parameterCount = 50
+    public static let parameterNameLength = 128
+    public static let parameterValueLength = 5000
+    public static let productFieldLength = 128
+    public static let orderIdLength = 250
+    public static let purchasedProductIdLength = 50
+    public static let purchasedProductIdsJoinedLength = 250
+    /// Mbox parameter names Target reserves for order data; apps must use `orderParameters`.
+    public static let reservedMboxParameterNames: Set<String> = ["orderId", "orderTotal", "productPurchasedIds"]
+}
+
+extension PrefetchCommand {
+    /// Reads and validates `prefetch` arguments.
+    public static func decode(_ args: ArgumentReader, maxMboxes: Int) throws(ProtocolError) -> PrefetchCommand {
+        let elements = try args.requiredArray("mboxes")
+        try checkCount(elements, of: "mboxes", at: args.fieldPath("mboxes"), max: maxMboxes)
+        var mboxes: [PrefetchMbox] = []
+        mboxes.reserveCapacity(elements.count)
+        for reader in try args.objects(in: "mboxes", elements) {
+            mboxes.append(PrefetchMbox(name: try readMboxName(reader), targeting: try MboxTargeting.decode(reader)))
+        }
+        return PrefetchCommand(mboxes: mboxes, profileParameters: try readParameters(args, "profileParameters"))
+    }
+}
+
+extension LoadRequestsCommand {
+    /// Reads and validates `loadRequests` arguments.
+    public static func decode(_ args: ArgumentReader, maxMboxes: Int) throws(ProtocolError) -> LoadRequestsCommand {
+        let elements = try args.requiredArray("requests")
+        try checkCount(elements, of: "requests", at: args.fieldPath("requests"), max: maxMboxes)
+        var requests: [LoadRequest] = []
+        requests.reserveCapacity(elements.count)
+        for reader in try args.objects(in: "requests", elements) {
+            let name = try readMboxName(reader)
+            let defaultContent = try reader.requiredString("defaultContent")
+            requests.append(
+                LoadRequest(name: name, defaultContent: defaultContent, targeting: try MboxTargeting.decode(reader))
+            )
+        }
+        return LoadRequestsCommand(requests: requests, profileParameters: try readParameters(args, "profileParameters"))
+    }
+}
+
+extension MboxTargeting {
+    static func decode(_ reader: ArgumentReader) throws(ProtocolError) -> MboxTargeting {
+        let parameters = try readParameters(reader, "mboxParameters")
+        for parameter in parameters where TargetLimits.reservedMboxParameterNames.contains(parameter.name) {
+            throw .invalidArgument(
+                reader.fieldPath("mboxParameters.\(parameter.name)"),
+                "mbox parameter \(parameter.name) is reserved by Target; pass order data in orderParameters"
+            )
+        }
+        return MboxTargeting(
+            mboxParameters: parameters,
+            product: try ProductParameters.decode(reader.optionalObject("productParameters")),
+            order: try OrderParameters.decode(reader.optionalObject("orderParameters"))
+        )
+    }
+}
+
+extension ProductParameters {
+    static func decode(_ reader: ArgumentReader?) throws(ProtocolError) -> ProductParameters? {
+        guard let reader else { return nil }
+        try reader.onlyKeys(["id", "categoryId"], describing: "productParameters")
+        var product = ProductParameters()
+        product.id = try readBoundedString(reader, "id", max: TargetLimits.productFieldLength)
+        product.categoryId = try readBoundedString(reader, "categoryId", max: TargetLimits.productFieldLength)
+        return product
+    }
+}
+
+extension OrderParameters {
+    static func decode(_ reader: ArgumentReader?) throws(ProtocolError) -> OrderParameters? {
+        guard let reader else { return nil }
+        try reader.onlyKeys(["id", "total", "purchasedProductIds"], describing: "orderParameters")
+        var order = OrderParameters()
+        order.id = try readBoundedString(reader, "id", max: TargetLimits.orderIdLength)
+        order.total = try readTotal(reader)
+        order.purchasedProductIds = try readPurchasedProductIds(reader)
+        return order
+    }
+
+    private static func readTotal(_ reader: ArgumentReader) throws(ProtocolError) -> Double? {
+        let field = reader.fieldPath("total")
+        let total: Double
+        switch reader.object["total"] {
+        case nil, .null:
+            return nil
+        case .integer(let number):
+            total = Double(number)
+        case .number(let number):
+            total = number
+        case .string(let text):
+            let trimmed = text.trimmingASCIIWhitespace()
+            // Only plain decimal notation: "1e3", "nan" and "inf" are not order totals.
+            guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }),
+                let number = Double(trimmed), number.isFinite
+            else {
+                throw .invalidArgument(field, "total must be a number or a string holding a number; got \"\(text)\"")
+            }
+            total = number
+        case let other?:
+            throw .invalidArgument(field, "total must be a number or a string holding a number, got \(other.typeName)")
+        }
+        guard total >= 0 else { throw .invalidArgument(field, "total must be at least 0") }
+        return total
+    }
+
+    private static func readPurchasedProductIds(_ reader: ArgumentReader) throws(ProtocolError) -> [String]? {
+        let field = reader.fieldPath("purchasedProductIds")
+        var ids: [String] = []
+        switch reader.object["purchasedProductIds"] {
+        case nil, .null:
+            return nil
+        case .string(let text):
+            ids = text.split(separator: ",", omittingEmptySubsequences: true)
+                .map { String($0).trimmingASCIIWhitespace() }
+                .filter { !$0.isEmpty }
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                guard case .string(let text) = element else {
+                    throw .invalidArgument(
+                        "\(field)[\(index)]",
+                        "purchasedProductIds must hold strings, got \(element.typeName)"
+                    )
+                }
+                ids.append(text)
+            }
+        case let other?:
+            throw .invalidArgument(
+                field,
+                "purchasedProductIds must be an array of strings or one comma-separated string, got \(other.typeName)"
+            )
+        }
+        for (index, id) in ids.enumerated() where id.isEmpty || id.scalarCount > TargetLimits.purchasedProductIdLength {
+            throw .invalidArgument(
+                "\(field)[\(index)]",
+                "each purchased product id must be 1 to \(TargetLimits.purchasedProductIdLength) characters"
+            )
+        }
+        let joinedLength = ids.reduce(0) { $0 + $1.scalarCount } + max(ids.count - 1, 0)
+        guard joinedLength <= TargetLimits.purchasedProductIdsJoinedLength else {
+            throw .invalidArgument(
+                field,
+                "purchasedProductIds joined with commas must be at most \(TargetLimits.purchasedProductIdsJoinedLength) "
+                    + "characters; got \(joinedLength)"
+            )
+        }
+        return ids
+    }
+}
+
+private func checkCount(_ elements: [JSONValue], of name: String, at field: String, max: Int) throws(ProtocolError) {
+    guard !elements.isEmpty else { throw .invalidArgument(field, "\(name) must not be empty") }
+    guard elements.count <= max else {
+        throw .invalidArgument(field, "at most \(max) \(name) per command; got \(elements.count)")
+    }
+}
+
+private func readMboxName(_ reader: ArgumentReader) throws(ProtocolError) -> String {
+    let name = try reader.requiredString("name")
+    guard (1...TargetLimits.mboxNameLength).contains(name.scalarCount) else {
+        throw .invalidArgument(reader.fieldPath("name"), "name must be 1 to \(TargetLimits.mboxNameLength) characters")
+    }
+    return name
+}
+
+private func readBoundedString(_ reader: ArgumentReader, _ key: String, max: Int) throws(ProtocolError) -> String? {
+    guard let text = try reader.optionalString(key) else { return nil }
+    guard text.scalarCount <= max else {
+        throw .invalidArgument(reader.fieldPath(key), "\(key) must be at most \(max) characters")
+    }
+    return text
+}
+
+/// Reads a string-to-string parameter object (`mboxParameters`, `profileParameters`).
+private func readParameters(_ reader: ArgumentReader, _ key: String) throws(ProtocolError) -> [Parameter] {
+    guard let object = try reader.optionalObject(key) else { return [] }
+    guard object.object.count <= TargetLimits.parameterCount else {
+        throw .invalidArgument(
+            object.path,
+            "\(key) allows at most \(TargetLimits.parameterCount) entries; got \(object.object.count)"
+        )
+    }
+    var parameters: [Parameter] = []
+    parameters.reserveCapacity(object.object.count)
+    for member in object.object {
+        let field = object.fieldPath(member.key)
+        guard (1...TargetLimits.parameterNameLength).contains(member.key.scalarCount) else {
+            throw .invalidArgument(field, "parameter names must be 1 to \(TargetLimits.parameterNameLength) characters")
+        }
+        guard !member.key.hasPrefix("profile.") else {
+            throw .invalidArgument(
+                field,
+                "parameter names must not start with \"profile.\"; pass profile attributes in profileParameters"
+            )
+        }
+        guard case .string(let value) = member.value else {
+            throw .invalidArgument(field, "parameter values must be strings, got \(member.value.typeName)")
+        }
+        guard value.scalarCount <= TargetLimits.parameterValueLength else {
+            throw .invalidArgument(field, "parameter values must be at most \(TargetLimits.parameterValueLength) characters")
+        }
+        parameters.append(Parameter(member.key, value))
+    }
+    return parameters
+}
+
+extension String {
+    func trimmingASCIIWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

@@ -1,0 +1,281 @@
+import CZeroMQ
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One libzmq socket.
+///
+/// Not thread-safe, as libzmq sockets are not, and therefore not `Sendable`: one thread at a time owns it.
+/// A freshly made socket can still be handed to another thread as a `sending` value. Closes in `deinit` if not
+/// closed before.
+public final class ZeroMQSocket {
+    /// The socket's type.
+    public let type: SocketType
+
+    // Keeps the context alive while the socket is: zmq_ctx_term would block forever on an unclosed socket.
+    private let context: ZeroMQContext
+    // nil once closed; every operation checks it, so use after close throws ENOTSOCK instead of crashing.
+    private var handle: UnsafeMutableRawPointer?
+    // One zmq_msg_t reused by every send and receive, at a stable address, so a message costs no allocation
+    // beyond its payload. Safe because the socket is used by one thread at a time and never re-entered.
+    private let message: UnsafeMutablePointer<zmq_msg_t>
+
+    init(context: ZeroMQContext, type: SocketType) throws(ZeroMQError) {
+        self.handle = try pointerOrError { zmq_socket(context.handle, type.cValue) }
+        self.context = context
+        self.type = type
+        self.message = .allocate(capacity: 1)
+    }
+
+    deinit {
+        close()
+        message.deallocate()
+    }
+
+    /// Closes the socket now (`zmq_close`). Idempotent; `deinit` closes too.
+    ///
+    /// Unsent messages are still delivered in the background for the `linger` period. Every later call on the
+    /// socket throws `.notSocket`.
+    public func close() {
+        guard let handle else {
+            return
+        }
+        self.handle = nil
+        // Fails only with ENOTSOCK, which a handle we still own cannot be.
+        _ = zmq_close(handle)
+    }
+
+    /// Binds to `endpoint`, e.g. `ipc:///run/app.sock`, `tcp://127.0.0.1:*`, `inproc://name`.
+    ///
+    /// For an `ipc://` path, libzmq 4.3 itself deletes whatever file is at the path before binding, even a
+    /// socket another process is serving. This method first checks the path: a live listener throws
+    /// `.addressInUse`, and a file that is not a socket throws `.fileExists`; a stale socket file (nothing
+    /// listening) is replaced. The check and the bind are not atomic, so two processes starting at the same
+    /// instant can still both bind: use a lock file where that matters. libzmq does not delete the file on
+    /// close or unbind (except for `ipc://*`).
+    ///
+    /// - Throws: `.addressInUse`, `.fileExists`, `.invalidArgument` (malformed endpoint),
+    ///   `.protocolNotSupported`, `.addressNotAvailable`, `.contextTerminated`, `.notSocket`.
+    public func bind(_ endpoint: String) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        if let path = ipcPath(of: endpoint) {
+            switch probeIPCPath(path) {
+            case .absentOrStale:
+                break
+            case .liveListener:
+                throw .addressInUse
+            case .notASocket:
+                throw .fileExists
+            }
+        }
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_bind(handle, endpoint) }
+    }
+
+    /// Connects to `endpoint`. Returns at once: the connection is made (and remade) in the background, and
+    /// messages queue until it is.
+    ///
+    /// - Throws: `.invalidArgument` (malformed endpoint), `.protocolNotSupported`, `.contextTerminated`,
+    ///   `.notSocket`.
+    public func connect(_ endpoint: String) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_connect(handle, endpoint) }
+    }
+
+    /// Stops listening on `endpoint`, which must be spelled as it was bound (or as `lastEndpoint()` reported).
+    ///
+    /// - Throws: `.noSuchEndpoint` if not bound there.
+    public func unbind(_ endpoint: String) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_unbind(handle, endpoint) }
+    }
+
+    /// Disconnects from `endpoint`, dropping messages still queued for it.
+    ///
+    /// - Throws: `.noSuchEndpoint` if not connected there.
+    public func disconnect(_ endpoint: String) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_disconnect(handle, endpoint) }
+    }
+
+    /// The endpoint last bound or connected (`ZMQ_LAST_ENDPOINT`), with wildcards resolved: after binding
+    /// `tcp://127.0.0.1:*` it names the port chosen. Empty if neither has happened.
+    public func lastEndpoint() throws(ZeroMQError) -> String {
+        let handle = try liveHandle()
+        // Unix paths are at most 108 bytes and TCP endpoints shorter still, so this never truncates.
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        var size = buffer.count
+        _ = try valueOrError(retryOnInterrupt: true) {
+            buffer.withUnsafeMutableBytes { zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, $0.baseAddress, &size) }
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    /// Sets one socket option. Most options affect only later `bind`/`connect` calls, so set them first.
+    ///
+    /// - Throws: `.invalidArgument` for a value out of range or an option this socket type does not have
+    ///   (e.g. `.subscribe` on a PUB socket).
+    public func setOption(_ option: SocketOption) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        switch option {
+        case .linger(let milliseconds):
+            try setValue(milliseconds, for: ZMQ_LINGER, on: handle)
+        case .sendHighWaterMark(let messages):
+            try setValue(messages, for: ZMQ_SNDHWM, on: handle)
+        case .receiveHighWaterMark(let messages):
+            try setValue(messages, for: ZMQ_RCVHWM, on: handle)
+        case .maxMessageSize(let bytes):
+            try setValue(bytes, for: ZMQ_MAXMSGSIZE, on: handle)
+        case .routerMandatory(let enabled):
+            try setValue(CInt(enabled ? 1 : 0), for: ZMQ_ROUTER_MANDATORY, on: handle)
+        case .sendTimeout(let milliseconds):
+            try setValue(milliseconds, for: ZMQ_SNDTIMEO, on: handle)
+        case .receiveTimeout(let milliseconds):
+            try setValue(milliseconds, for: ZMQ_RCVTIMEO, on: handle)
+        case .immediate(let enabled):
+            try setValue(CInt(enabled ? 1 : 0), for: ZMQ_IMMEDIATE, on: handle)
+        case .zapDomain(let domain):
+            try setBytes(Array(domain.utf8), for: ZMQ_ZAP_DOMAIN, on: handle)
+        case .routingID(let id):
+            try setBytes(id, for: ZMQ_ROUTING_ID, on: handle)
+        case .subscribe(let prefix):
+            try setBytes(prefix, for: ZMQ_SUBSCRIBE, on: handle)
+        case .unsubscribe(let prefix):
+            try setBytes(prefix, for: ZMQ_UNSUBSCRIBE, on: handle)
+        }
+    }
+
+    /// Sends `frames` as one multipart message (`ZMQ_SNDMORE` on all but the last).
+    ///
+    /// Blocks while the message cannot be queued (e.g. at the high-water mark), up to `sendTimeout`.
+    /// With `dontWait` it throws `.wouldBlock` instead, and then nothing of the message was queued: libzmq
+    /// decides on the first frame, and once that is accepted it always accepts the rest of the message.
+    ///
+    /// - Throws: `.wouldBlock`, `.hostUnreachable` (ROUTER with `routerMandatory`, unknown routing id),
+    ///   `.invalidState` (e.g. REQ sending twice), `.invalidArgument` (no frames), `.contextTerminated`,
+    ///   `.notSocket`. An error other than `.wouldBlock` after the first frame leaves part of the message
+    ///   queued; such errors (`.contextTerminated`) end the socket's useful life anyway.
+    public func send(_ frames: [[UInt8]], dontWait: Bool = false) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        guard let last = frames.indices.last else {
+            throw .invalidArgument
+        }
+        let flags = dontWait ? ZMQ_DONTWAIT : 0
+        for index in frames.indices {
+            try sendFrame(frames[index], flags: index == last ? flags : flags | ZMQ_SNDMORE, on: handle)
+        }
+    }
+
+    /// Receives one whole multipart message: every frame, each at its full size, never truncated.
+    ///
+    /// Blocks until a message arrives, up to `receiveTimeout`. With `dontWait` it throws `.wouldBlock` when no
+    /// message is waiting. libzmq delivers multipart messages atomically, so once the first frame is here the
+    /// rest are too.
+    ///
+    /// - Throws: `.wouldBlock`, `.invalidState` (e.g. REP receiving twice), `.contextTerminated`, `.notSocket`.
+    public func receive(dontWait: Bool = false) throws(ZeroMQError) -> [[UInt8]] {
+        let handle = try liveHandle()
+        let flags = dontWait ? ZMQ_DONTWAIT : 0
+        var frames: [[UInt8]] = []
+        var more = true
+        while more {
+            frames.append(try receiveFrame(flags: flags, on: handle, more: &more))
+        }
+        return frames
+    }
+
+    /// The socket's notification file descriptor (`ZMQ_FD`), for integrating with another event loop.
+    ///
+    /// It is edge-triggered and signals only that `pendingEvents()` may have changed: after it becomes
+    /// readable, check `pendingEvents()` and drain with `dontWait` until `.wouldBlock`. Never read or close it.
+    public func fileDescriptor() throws(ZeroMQError) -> CInt {
+        let handle = try liveHandle()
+        return try intOption(ZMQ_FD, on: handle)
+    }
+
+    /// What the socket can do without blocking now (`ZMQ_EVENTS`): `.readable` and/or `.writable`.
+    public func pendingEvents() throws(ZeroMQError) -> PollEvents {
+        let handle = try liveHandle()
+        return PollEvents(rawValue: CShort(truncatingIfNeeded: try intOption(ZMQ_EVENTS, on: handle)))
+    }
+
+    /// The libzmq socket pointer, or `.notSocket` once closed.
+    func liveHandle() throws(ZeroMQError) -> UnsafeMutableRawPointer {
+        guard let handle else {
+            throw .notSocket
+        }
+        return handle
+    }
+
+    private func sendFrame(_ frame: [UInt8], flags: CInt, on handle: UnsafeMutableRawPointer) throws(ZeroMQError) {
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_msg_init_size(message, frame.count) }
+        frame.withUnsafeBytes { bytes in
+            if let source = bytes.baseAddress, let destination = zmq_msg_data(message) {
+                destination.copyMemory(from: source, byteCount: bytes.count)
+            }
+        }
+        do throws(ZeroMQError) {
+            // On success libzmq takes the message over and leaves `message` empty; on failure it is still ours.
+            _ = try valueOrError(retryOnInterrupt: true) { zmq_msg_send(message, handle, flags) }
+        } catch {
+            _ = zmq_msg_close(message)
+            throw error
+        }
+    }
+
+    private func receiveFrame(
+        flags: CInt,
+        on handle: UnsafeMutableRawPointer,
+        more: inout Bool
+    ) throws(ZeroMQError) -> [UInt8] {
+        // zmq_msg_init cannot fail.
+        _ = zmq_msg_init(message)
+        defer { _ = zmq_msg_close(message) }
+        _ = try valueOrError(retryOnInterrupt: false) { zmq_msg_recv(message, handle, flags) }
+        let size = zmq_msg_size(message)
+        let frame = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            if let destination = buffer.baseAddress, let source = zmq_msg_data(message) {
+                UnsafeMutableRawPointer(destination).copyMemory(from: source, byteCount: size)
+            }
+            initialized = size
+        }
+        more = zmq_msg_more(message) != 0
+        return frame
+    }
+
+    private func setValue<Value: FixedWidthInteger>(
+        _ value: Value,
+        for name: CInt,
+        on handle: UnsafeMutableRawPointer
+    ) throws(ZeroMQError) {
+        var value = value
+        _ = try valueOrError(retryOnInterrupt: false) {
+            withUnsafeBytes(of: &value) { zmq_setsockopt(handle, name, $0.baseAddress, $0.count) }
+        }
+    }
+
+    private func setBytes(_ bytes: [UInt8], for name: CInt, on handle: UnsafeMutableRawPointer) throws(ZeroMQError) {
+        _ = try valueOrError(retryOnInterrupt: false) {
+            // An empty value is passed as NULL, as libzmq's option parsers expect (some treat a non-NULL pointer
+            // with length 0 as invalid); an empty array's base address may or may not be NULL.
+            bytes.isEmpty
+                ? zmq_setsockopt(handle, name, nil, 0)
+                : bytes.withUnsafeBytes { zmq_setsockopt(handle, name, $0.baseAddress, $0.count) }
+        }
+    }
+
+    private func intOption(_ name: CInt, on handle: UnsafeMutableRawPointer) throws(ZeroMQError) -> CInt {
+        var value: CInt = 0
+        var size = MemoryLayout<CInt>.size
+        // ZMQ_EVENTS processes pending commands and can be interrupted; reading again is harmless.
+        _ = try valueOrError(retryOnInterrupt: true) { zmq_getsockopt(handle, name, &value, &size) }
+        return value
+    }
+}
+
+// Declared unavailable so that no one (including a future conformance by inference) can share a socket between
+// threads; libzmq sockets must not be used concurrently.
+@available(*, unavailable)
+extension ZeroMQSocket: Sendable {}

@@ -1,0 +1,87 @@
+import Testing
+
+@testable import PreflightProtocol
+
+@Suite struct EnvelopeTests {
+    private func failure(_ text: String, limit: Int = defaultMaxBodyBytes) -> RequestFailure? {
+        if case .failure(let failure) = Request.decode(Array(text.utf8), maxBodyBytes: limit) { return failure }
+        return nil
+    }
+
+    @Test func readsAWellFormedRequest() throws {
+        let request = try Request.decode(Array(#"{"v":1,"id":"42","cmd":"ping","extra":{"ignored":true}}"#.utf8)).get()
+        #expect(request == Request(id: "42", command: "ping"))
+    }
+
+    @Test func keepsArgs() throws {
+        let request = try Request.decode(Array(#"{"v":1,"id":"1","cmd":"x","args":{"a":"b"}}"#.utf8)).get()
+        #expect(request.args == ["a": "b"])
+    }
+
+    @Test(arguments: [
+        ("not json", ErrorCode.malformedRequest),
+        ("[1,2]", .malformedRequest),
+        ("", .malformedRequest),
+        ("\"text\"", .malformedRequest),
+        (#"{"id":"1","cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":"1","id":"1","cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":1.0,"id":"1","cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":1,"cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":1,"id":42,"cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":1,"id":"","cmd":"ping"}"#, .malformedRequest),
+        (#"{"v":1,"id":"1"}"#, .malformedRequest),
+        (#"{"v":1,"id":"1","cmd":7}"#, .malformedRequest),
+        (#"{"v":2,"id":"1","cmd":"ping"}"#, .unsupportedVersion),
+        (#"{"v":1,"id":"1","cmd":"ping","args":[1]}"#, .invalidArgument),
+        (#"{"v":1,"id":"1","id":"2","cmd":"ping"}"#, .malformedRequest),
+    ])
+    func mapsEachMalformedBodyToItsCode(_ body: String, _ code: ErrorCode) {
+        #expect(failure(body)?.error.code == code)
+    }
+
+    @Test func idIsEchoedWhenReadable() {
+        #expect(failure(#"{"v":2,"id":"abc","cmd":"ping"}"#)?.id == "abc")
+        #expect(failure(#"{"v":1,"id":"abc"}"#)?.id == "abc")
+        #expect(failure("[]")?.id == nil)
+    }
+
+    @Test func idLongerThan128CharactersIsRefused() {
+        let long = String(repeating: "x", count: 129)
+        #expect(failure(#"{"v":1,"id":"\#(long)","cmd":"ping"}"#)?.error.code == .malformedRequest)
+        let limit = String(repeating: "é", count: 128)
+        #expect(throws: Never.self) { try Request.decode(Array(#"{"v":1,"id":"\#(limit)","cmd":"p"}"#.utf8)).get() }
+    }
+
+    @Test func bodyOverTheLimitIsPayloadTooLarge() {
+        let body = #"{"v":1,"id":"1","cmd":"ping","pad":"\#(String(repeating: "x", count: 100))"}"#
+        #expect(failure(body, limit: 64)?.error.code == .payloadTooLarge)
+    }
+
+    @Test func successReplyHasTheDocumentedShape() throws {
+        let bytes = Reply.success(id: "42", result: ["version": "1.0.0"])
+        #expect(String(decoding: bytes, as: UTF8.self) == #"{"v":1,"id":"42","ok":true,"result":{"version":"1.0.0"}}"#)
+    }
+
+    @Test func errorReplyHasTheDocumentedShape() throws {
+        let error = ProtocolError.invalidArgument("requests[1].name", "name is required")
+        let text = String(decoding: Reply.failure(id: nil, error: error), as: UTF8.self)
+        #expect(
+            text == #"{"v":1,"id":null,"ok":false,"error":{"code":"invalid_argument","message":"name is required","#
+                + #""field":"requests[1].name","action":"none"}}"#
+        )
+    }
+
+    @Test func repliesDecodeBackOnTheClientSide() throws {
+        let ok = try Reply.decode(Reply.success(id: "7", encodedResult: Array(#"{"a":1}"#.utf8)))
+        #expect(ok.id == "7")
+        #expect(try ok.outcome.get() == ["a": 1])
+        let overloaded = ProtocolError.overloaded(retryAfterMs: 250)
+        let failed = try Reply.decode(Reply.failure(id: "8", error: overloaded))
+        #expect(failed.outcome == .failure(overloaded))
+    }
+
+    @Test func requestEncodesToWhatTheDecoderReads() throws {
+        let request = Request(id: "9", command: "prefetch", args: ["mboxes": []])
+        #expect(try Request.decode(request.encoded()).get() == request)
+    }
+}
