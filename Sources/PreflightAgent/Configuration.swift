@@ -189,7 +189,10 @@ struct ConfigurationReader {
         mutating func stringArray(_ member: String, into target: inout [String]) throws(ConfigurationError) {
             guard let value = value(member) else { return }
             guard case .array(let elements) = value else {
-                throw ConfigurationError(key: key(member), message: "must be an array of strings, got \(value.typeName)")
+                throw ConfigurationError(
+                    key: key(member),
+                    message: "must be an array of strings, got \(value.typeName)"
+                )
             }
             var strings: [String] = []
             for (index, element) in elements.enumerated() {
@@ -263,13 +266,18 @@ struct ConfigurationReader {
             else {
                 throw ConfigurationError(
                     key: key(member),
-                    message: "must be an integer from \(range.lowerBound) to \(range.upperBound); got \(JSONWriter.string(value))"
+                    message:
+                        "must be an integer from \(range.lowerBound) to \(range.upperBound); got \(JSONWriter.string(value))"
                 )
             }
             target = converted
         }
 
-        mutating func seconds(_ member: String, into target: inout Double, in range: ClosedRange<Double>)
+        mutating func seconds(
+            _ member: String,
+            into target: inout Double,
+            in range: ClosedRange<Double>
+        )
             throws(ConfigurationError)
         {
             guard let value = value(member) else { return }

@@ -1,8 +1,9 @@
+import PreflightProtocol
+import ZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import PreflightProtocol
-import ZeroMQ
 
 /// Why a request to the agent did not produce a result.
 public enum AgentConnectionError: Error, Sendable, CustomStringConvertible {

@@ -36,16 +36,25 @@ public struct PreauthorizeCommand: Sendable, Hashable {
         let resourcesPath = args.fieldPath("resources")
         guard !elements.isEmpty else { throw .invalidArgument(resourcesPath, "resources must not be empty") }
         guard elements.count <= maxResources else {
-            throw .invalidArgument(resourcesPath, "at most \(maxResources) resources per command; got \(elements.count)")
+            throw .invalidArgument(
+                resourcesPath,
+                "at most \(maxResources) resources per command; got \(elements.count)"
+            )
         }
         var resources: [String] = []
         resources.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             guard case .string(let resource) = element else {
-                throw .invalidArgument("\(resourcesPath)[\(index)]", "resources must be strings, got \(element.typeName)")
+                throw .invalidArgument(
+                    "\(resourcesPath)[\(index)]",
+                    "resources must be strings, got \(element.typeName)"
+                )
             }
             guard (1...resourceLength).contains(resource.scalarCount) else {
-                throw .invalidArgument("\(resourcesPath)[\(index)]", "a resource id must be 1 to \(resourceLength) characters")
+                throw .invalidArgument(
+                    "\(resourcesPath)[\(index)]",
+                    "a resource id must be 1 to \(resourceLength) characters"
+                )
             }
             resources.append(resource)
         }

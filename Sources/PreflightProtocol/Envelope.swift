@@ -19,8 +19,10 @@ public struct Request: Sendable, Hashable {
 
     /// Reads and checks a request envelope. On failure the error carries the request's `id` when one
     /// could be read, so that the reply can still be correlated.
-    public static func decode(_ body: [UInt8], maxBodyBytes: Int = defaultMaxBodyBytes) -> Result<Request, RequestFailure>
-    {
+    public static func decode(
+        _ body: [UInt8],
+        maxBodyBytes: Int = defaultMaxBodyBytes
+    ) -> Result<Request, RequestFailure> {
         guard body.count <= maxBodyBytes else {
             return .failure(
                 RequestFailure(

@@ -297,7 +297,10 @@ private func readParameters(_ reader: ArgumentReader, _ key: String) throws(Prot
             throw .invalidArgument(field, "parameter values must be strings, got \(member.value.typeName)")
         }
         guard value.scalarCount <= TargetLimits.parameterValueLength else {
-            throw .invalidArgument(field, "parameter values must be at most \(TargetLimits.parameterValueLength) characters")
+            throw .invalidArgument(
+                field,
+                "parameter values must be at most \(TargetLimits.parameterValueLength) characters"
+            )
         }
         parameters.append(Parameter(member.key, value))
     }

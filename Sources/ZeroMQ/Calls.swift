@@ -11,8 +11,9 @@ import Darwin
 
 /// Runs `call`, which follows the libzmq convention of returning -1 and setting errno on failure.
 ///
-/// With `retryOnInterrupt`, `EINTR` re-runs `call`; only pass it for calls that are safe to restart
-/// (send, receive, poll, getsockopt, ctx_term), which libzmq documents as "retry on EINTR".
+/// With `retryOnInterrupt`, `EINTR` re-runs `call`. Pass it only for calls that a signal interrupts before they
+/// have any effect, so that making them again is exactly what the caller wanted: send, receive, poll, getsockopt
+/// and zmq_ctx_term (whose documentation says to call it again).
 @inline(__always)
 func valueOrError(retryOnInterrupt: Bool, _ call: () -> CInt) throws(ZeroMQError) -> CInt {
     while true {

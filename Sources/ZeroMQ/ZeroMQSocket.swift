@@ -55,7 +55,9 @@ public final class ZeroMQSocket {
     /// `.addressInUse`, and a file that is not a socket throws `.fileExists`; a stale socket file (nothing
     /// listening) is replaced. The check and the bind are not atomic, so two processes starting at the same
     /// instant can still both bind: use a lock file where that matters. libzmq does not delete the file on
-    /// close or unbind (except for `ipc://*`).
+    /// close or unbind (except for `ipc://*`), and it stops listening a few milliseconds after them, in the
+    /// background: binding the same path again at once from this process can briefly throw `.addressInUse`.
+    /// `ipc://*` creates its directory under `$TMPDIR`, or in the working directory when that is unset.
     ///
     /// - Throws: `.addressInUse`, `.fileExists`, `.invalidArgument` (malformed endpoint),
     ///   `.protocolNotSupported`, `.addressNotAvailable`, `.contextTerminated`, `.notSocket`.
@@ -104,7 +106,8 @@ public final class ZeroMQSocket {
     /// `tcp://127.0.0.1:*` it names the port chosen. Empty if neither has happened.
     public func lastEndpoint() throws(ZeroMQError) -> String {
         let handle = try liveHandle()
-        // Unix paths are at most 108 bytes and TCP endpoints shorter still, so this never truncates.
+        // Unix socket paths are at most 108 bytes and TCP endpoints shorter still, so 1 KiB is always enough
+        // (too small a buffer would make libzmq fail with EINVAL, not truncate).
         var buffer = [UInt8](repeating: 0, count: 1024)
         var size = buffer.count
         _ = try valueOrError(retryOnInterrupt: true) {
@@ -233,7 +236,7 @@ public final class ZeroMQSocket {
         // zmq_msg_init cannot fail.
         _ = zmq_msg_init(message)
         defer { _ = zmq_msg_close(message) }
-        _ = try valueOrError(retryOnInterrupt: false) { zmq_msg_recv(message, handle, flags) }
+        _ = try valueOrError(retryOnInterrupt: true) { zmq_msg_recv(message, handle, flags) }
         let size = zmq_msg_size(message)
         let frame = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             if let destination = buffer.baseAddress, let source = zmq_msg_data(message) {

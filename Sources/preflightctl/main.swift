@@ -92,7 +92,8 @@ struct CtlFailure: Error {
         switch error {
         case .unreachable: exitCode = CtlExit.unreachable
         case .permissionDenied: exitCode = CtlExit.notPermitted
-        case .agent(let agentError): exitCode = agentError.code == .notPermitted ? CtlExit.notPermitted : CtlExit.agentError
+        case .agent(let agentError):
+            exitCode = agentError.code == .notPermitted ? CtlExit.notPermitted : CtlExit.agentError
         case .badReply: exitCode = CtlExit.agentError
         }
     }

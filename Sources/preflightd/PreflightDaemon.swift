@@ -79,4 +79,3 @@ struct PreflightDaemon: AsyncParsableCommand {
         Glibc.exit(exitCode)
     }
 }
-

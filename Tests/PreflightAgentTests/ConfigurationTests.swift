@@ -56,11 +56,15 @@ private func failingKey(_ text: String) -> String? {
         #expect(failingKey(#"{"target": {"clientCode": 5}}"#) == "target.clientCode")
         #expect(failingKey(#"{"target": {"clientCode": "a", "environmentId": -1}}"#) == "target.environmentId")
         #expect(failingKey(#"{"target": {"clientCode": "a", "serverURL": "ftp://x"}}"#) == "target.serverURL")
-        #expect(failingKey(#"{"target": {"clientCode": "a"}, "agent": {"appEndpoint": "/run/x.sock"}}"#)
-            == "agent.appEndpoint")
+        #expect(
+            failingKey(#"{"target": {"clientCode": "a"}, "agent": {"appEndpoint": "/run/x.sock"}}"#)
+                == "agent.appEndpoint"
+        )
         #expect(failingKey(#"{"target": {"clientCode": "a"}, "agent": {"logLevel": "loud"}}"#) == "agent.logLevel")
-        #expect(failingKey(#"{"target": {"clientCode": "a"}, "pass": {"requestors": ["ok", ""]}}"#)
-            == "pass.requestors[1]")
+        #expect(
+            failingKey(#"{"target": {"clientCode": "a"}, "pass": {"requestors": ["ok", ""]}}"#)
+                == "pass.requestors[1]"
+        )
         #expect(failingKey(#"{"target": []}"#) == "target")
         #expect(failingKey(#"{"target": {}}"#) == "target.clientCode")
         #expect(failingKey("[]") == "")
@@ -69,7 +73,9 @@ private func failingKey(_ text: String) -> String? {
 
     @Test func endpointsMustDiffer() {
         #expect(
-            failingKey(#"{"target": {"clientCode": "a"}, "agent": {"appEndpoint": "ipc:///x", "adminEndpoint": "ipc:///x"}}"#)
+            failingKey(
+                #"{"target": {"clientCode": "a"}, "agent": {"appEndpoint": "ipc:///x", "adminEndpoint": "ipc:///x"}}"#
+            )
                 == "agent"
         )
     }

@@ -2,7 +2,11 @@ import Testing
 
 @testable import PreflightProtocol
 
-private func decode(_ command: String, _ args: String, limits: CommandLimits = CommandLimits()) throws(ProtocolError)
+private func decode(
+    _ command: String,
+    _ args: String,
+    limits: CommandLimits = CommandLimits()
+) throws(ProtocolError)
     -> AppCommand?
 {
     let body = #"{"v":1,"id":"t","cmd":"\#(command)","args":\#(args)}"#
@@ -93,33 +97,47 @@ private func rejectedField(_ command: String, _ args: String, limits: CommandLim
     }
 
     @Test func profileParametersFollowTheSameRules() {
-        #expect(rejectedField("prefetch", #"{"mboxes": [{"name": "a"}], "profileParameters": {"age": 3}}"#)
-            == "profileParameters.age")
-        #expect(rejectedField("prefetch", #"{"mboxes": [{"name": "a"}], "profileParameters": {"profile.x": "3"}}"#)
-            == "profileParameters.profile.x")
+        #expect(
+            rejectedField("prefetch", #"{"mboxes": [{"name": "a"}], "profileParameters": {"age": 3}}"#)
+                == "profileParameters.age"
+        )
+        #expect(
+            rejectedField("prefetch", #"{"mboxes": [{"name": "a"}], "profileParameters": {"profile.x": "3"}}"#)
+                == "profileParameters.profile.x"
+        )
     }
 
     @Test(arguments: ["orderId", "orderTotal", "productPurchasedIds"])
     func reservedMboxParameterNamesAreRefused(_ name: String) {
-        #expect(rejectedField("prefetch", #"{"mboxes": [{"name": "a", "mboxParameters": {"\#(name)": "1"}}]}"#)
-            == "mboxes[0].mboxParameters.\(name)")
+        #expect(
+            rejectedField("prefetch", #"{"mboxes": [{"name": "a", "mboxParameters": {"\#(name)": "1"}}]}"#)
+                == "mboxes[0].mboxParameters.\(name)"
+        )
     }
 
     @Test func productParametersAllowOnlyIdAndCategoryId() {
         func field(_ product: String) -> String? {
-            rejectedField("loadRequests", #"{"requests": [{"name": "a", "defaultContent": "d"}, {"name": "b", "defaultContent": "d", "productParameters": \#(product)}]}"#)
+            rejectedField(
+                "loadRequests",
+                #"{"requests": [{"name": "a", "defaultContent": "d"}, {"name": "b", "defaultContent": "d", "productParameters": \#(product)}]}"#
+            )
         }
         #expect(field(#"{"id": "1", "categoryId": "c"}"#) == nil)
         #expect(field(#"{"id": "1", "color": "red"}"#) == "requests[1].productParameters.color")
         #expect(field(#"{"id": 1}"#) == "requests[1].productParameters.id")
-        #expect(field(#"{"categoryId": "\#(String(repeating: "c", count: 129))"}"#)
-            == "requests[1].productParameters.categoryId")
+        #expect(
+            field(#"{"categoryId": "\#(String(repeating: "c", count: 129))"}"#)
+                == "requests[1].productParameters.categoryId"
+        )
         #expect(field(#""id""#) == "requests[1].productParameters")
     }
 
     @Test func theDocumentedExampleErrorMessage() throws {
         do {
-            _ = try decode("loadRequests", #"{"requests": [{"name": "a", "defaultContent": "d"}, {"name": "b", "defaultContent": "d", "productParameters": {"id": "1", "color": "red"}}]}"#)
+            _ = try decode(
+                "loadRequests",
+                #"{"requests": [{"name": "a", "defaultContent": "d"}, {"name": "b", "defaultContent": "d", "productParameters": {"id": "1", "color": "red"}}]}"#
+            )
             Issue.record("expected an error")
         } catch {
             #expect(error.message == "productParameters allows only id and categoryId; got color")
@@ -145,13 +163,17 @@ private func rejectedField(_ command: String, _ args: String, limits: CommandLim
         #expect(field(#"{"purchasedProductIds": 1}"#) == "mboxes[0].orderParameters.purchasedProductIds")
         let id50 = String(repeating: "p", count: 50)
         #expect(field(#"{"purchasedProductIds": ["\#(id50)"]}"#) == nil)
-        #expect(field(#"{"purchasedProductIds": ["a", "\#(id50)p"]}"#)
-            == "mboxes[0].orderParameters.purchasedProductIds[1]")
+        #expect(
+            field(#"{"purchasedProductIds": ["a", "\#(id50)p"]}"#)
+                == "mboxes[0].orderParameters.purchasedProductIds[1]"
+        )
         // Five ids of 50 joined by four commas is 254 characters: over the 250 bound.
         let five = Array(repeating: "\"\(id50)\"", count: 5).joined(separator: ",")
         #expect(field(#"{"purchasedProductIds": [\#(five)]}"#) == "mboxes[0].orderParameters.purchasedProductIds")
         let commaString = Array(repeating: id50, count: 5).joined(separator: ",")
-        #expect(field(#"{"purchasedProductIds": "\#(commaString)"}"#) == "mboxes[0].orderParameters.purchasedProductIds")
+        #expect(
+            field(#"{"purchasedProductIds": "\#(commaString)"}"#) == "mboxes[0].orderParameters.purchasedProductIds"
+        )
     }
 }
 
@@ -159,20 +181,25 @@ private func rejectedField(_ command: String, _ args: String, limits: CommandLim
     @Test func eachRequestNeedsNameAndDefaultContent() {
         #expect(rejectedField("loadRequests", #"{"requests": [{"name": "a"}]}"#) == "requests[0].defaultContent")
         #expect(rejectedField("loadRequests", #"{"requests": [{"defaultContent": ""}]}"#) == "requests[0].name")
-        #expect(rejectedField("loadRequests", #"{"requests": [{"name": "a", "defaultContent": null}]}"#)
-            == "requests[0].defaultContent")
+        #expect(
+            rejectedField("loadRequests", #"{"requests": [{"name": "a", "defaultContent": null}]}"#)
+                == "requests[0].defaultContent"
+        )
         #expect(rejectedField("loadRequests", #"{"requests": [{"name": "a", "defaultContent": ""}]}"#) == nil)
     }
 
     @Test func requestsAreBoundedLikeMboxes() {
         let three = (0..<3).map { #"{"name": "m\#($0)", "defaultContent": ""}"# }.joined(separator: ",")
-        #expect(rejectedField("loadRequests", #"{"requests": [\#(three)]}"#, limits: CommandLimits(maxMboxes: 2))
-            == "requests")
+        #expect(
+            rejectedField("loadRequests", #"{"requests": [\#(three)]}"#, limits: CommandLimits(maxMboxes: 2))
+                == "requests"
+        )
         #expect(rejectedField("loadRequests", #"{"requests": []}"#) == "requests")
     }
 
     @Test func decodesTheSeedLoad() throws {
-        let args = #"{"requests": [{"name": "logo", "defaultContent": "BlueWhale", "mboxParameters": {"status": "platinum"}}, {"name": "buttonColor", "defaultContent": "red"}], "profileParameters": {"age": "20-32"}}"#
+        let args =
+            #"{"requests": [{"name": "logo", "defaultContent": "BlueWhale", "mboxParameters": {"status": "platinum"}}, {"name": "buttonColor", "defaultContent": "red"}], "profileParameters": {"age": "20-32"}}"#
         guard case .loadRequests(let load)? = try decode("loadRequests", args) else {
             Issue.record("not a loadRequests")
             return
@@ -188,7 +215,11 @@ private func rejectedField(_ command: String, _ args: String, limits: CommandLim
         #expect(
             try decode("preauthorize", args)
                 == .preauthorize(
-                    PreauthorizeCommand(requestor: "espn", resources: ["r1", "r2", "r1"], disabledFeatures: [.localCache])
+                    PreauthorizeCommand(
+                        requestor: "espn",
+                        resources: ["r1", "r2", "r1"],
+                        disabledFeatures: [.localCache]
+                    )
                 )
         )
     }
@@ -206,12 +237,15 @@ private func rejectedField(_ command: String, _ args: String, limits: CommandLim
     @Test func requestorAndFeaturesAreChecked() {
         #expect(rejectedField("preauthorize", #"{"resources": ["a"]}"#) == "requestor")
         #expect(rejectedField("preauthorize", #"{"requestor": "", "resources": ["a"]}"#) == "requestor")
-        #expect(rejectedField("preauthorize", #"{"requestor": "e", "resources": ["a"], "disabledFeatures": ["X"]}"#)
-            == "disabledFeatures[0]")
+        #expect(
+            rejectedField("preauthorize", #"{"requestor": "e", "resources": ["a"], "disabledFeatures": ["X"]}"#)
+                == "disabledFeatures[0]"
+        )
     }
 
     @Test func anMRSSFragmentIsAValidResource() throws {
-        let mrss = #"<rss version=\"2.0\" xmlns:media=\"http://search.yahoo.com/mrss/\"><channel><title>espn</title></channel></rss>"#
+        let mrss =
+            #"<rss version=\"2.0\" xmlns:media=\"http://search.yahoo.com/mrss/\"><channel><title>espn</title></channel></rss>"#
         #expect(rejectedField("preauthorize", #"{"requestor": "espn", "resources": ["\#(mrss)"]}"#) == nil)
     }
 }

@@ -1,0 +1,217 @@
+import Foundation
+import PreflightProtocol
+import Testing
+import ZeroMQ
+
+/// Where `swift build` put the executables under test.
+enum Binaries {
+    static let directory: URL = {
+        if let override = ProcessInfo.processInfo.environment["PREFLIGHT_BIN_DIR"] {
+            return URL(fileURLWithPath: override)
+        }
+        // The test bundle lives beside the products it was built with.
+        var candidate = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            if FileManager.default.isExecutableFile(atPath: candidate.appendingPathComponent("preflightd").path) {
+                return candidate
+            }
+            candidate = candidate.deletingLastPathComponent()
+        }
+        return packageRoot.appendingPathComponent(".build/debug")
+    }()
+
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var preflightd: URL { directory.appendingPathComponent("preflightd") }
+    static var preflightctl: URL { directory.appendingPathComponent("preflightctl") }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; a generous deadline, never a fixed sleep.
+func waitUntil(
+    timeout: Duration = .seconds(20),
+    _ what: String,
+    _ condition: () throws -> Bool
+) throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return }
+        usleep(5_000)
+    }
+    throw TestFailure("timed out after \(timeout) waiting for \(what)")
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A private folder for one test: sockets, state and logs never collide with another test's.
+final class TestFolder {
+    let url: URL
+
+    init() throws {
+        // Short paths: a Unix socket path must fit in 108 bytes.
+        let name = "pf-" + String(UUID().uuidString.prefix(8)).lowercased()
+        url = URL(fileURLWithPath: "/tmp").appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ component: String) -> String {
+        url.appendingPathComponent(component).path
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// A `preflightd` process started for one test, with its own endpoints and state folder.
+final class AgentProcess {
+    let folder: TestFolder
+    let process = Process()
+    let configPath: String
+    let logPath: String
+
+    var appEndpoint: String { "ipc://\(folder.path("run/app.sock"))" }
+    var adminEndpoint: String { "ipc://\(folder.path("run/admin.sock"))" }
+    var eventsEndpoint: String { "ipc://\(folder.path("run/events.sock"))" }
+    var socketFiles: [String] { ["app", "admin", "events"].map { folder.path("run/\($0).sock") } }
+
+    /// Writes a configuration (merged with `extra` sections) and starts the agent; returns once it answers.
+    init(extra: JSONObject = [:], waitUntilReady: Bool = true) throws {
+        folder = try TestFolder()
+        configPath = folder.path("preflight.json")
+        logPath = folder.path("preflightd.log")
+        var configuration: JSONObject = [
+            "agent": [
+                "appEndpoint": .string("ipc://\(folder.path("run/app.sock"))"),
+                "adminEndpoint": .string("ipc://\(folder.path("run/admin.sock"))"),
+                "eventsEndpoint": .string("ipc://\(folder.path("run/events.sock"))"),
+                "stateDirectory": .string(folder.path("state")),
+                "maxBodyBytes": 65536,
+            ],
+            "target": ["clientCode": "acme", "serverURL": "http://127.0.0.1:9"],
+            "pass": ["serverURL": "http://127.0.0.1:9", "softwareStatement": "test-statement", "requestors": []],
+        ]
+        for member in extra {
+            if case .object(let section) = member.value, case .object(var merged)? = configuration[member.key] {
+                for entry in section { merged[entry.key] = entry.value }
+                configuration[member.key] = .object(merged)
+            } else {
+                configuration[member.key] = member.value
+            }
+        }
+        try Data(JSONWriter.encode(.object(configuration))).write(to: URL(fileURLWithPath: configPath))
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = Binaries.preflightd
+        process.arguments = ["--config", configPath]
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        if waitUntilReady {
+            try waitForReady()
+        }
+    }
+
+    func waitForReady() throws {
+        try waitUntil("preflightd to answer ping on \(adminEndpoint)") {
+            guard process.isRunning else {
+                throw TestFailure("preflightd exited with \(process.terminationStatus): \(log)")
+            }
+            guard FileManager.default.fileExists(atPath: folder.path("run/admin.sock")) else { return false }
+            let client = try RawClient(endpoint: adminEndpoint, type: .dealer)
+            return (try? client.request(Request(id: "ready", command: "ping").encoded(), timeout: .milliseconds(500)))
+                != nil
+        }
+    }
+
+    var log: String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Sends a signal and waits for the process to exit; returns how long that took.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) throws -> Duration {
+        let started = ContinuousClock.now
+        kill(process.processIdentifier, signal)
+        try waitUntil(timeout: timeout, "preflightd to exit") { !process.isRunning }
+        return ContinuousClock.now - started
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A raw ZeroMQ client, to talk to the agent exactly as an app would, frame by frame.
+final class RawClient {
+    let context: ZeroMQContext
+    let socket: ZeroMQSocket
+    let type: SocketType
+
+    init(endpoint: String, type: SocketType) throws {
+        context = try ZeroMQContext()
+        socket = try context.makeSocket(type)
+        self.type = type
+        try socket.setOption(.linger(milliseconds: 0))
+        try socket.connect(endpoint)
+    }
+
+    deinit {
+        socket.close()
+    }
+
+    /// Sends one body (with the delimiter a DEALER must add) and returns the reply body.
+    func request(_ body: [UInt8], timeout: Duration = .seconds(10)) throws -> [UInt8] {
+        try sendFrames(type == .dealer ? [[], body] : [body])
+        let frames = try receiveFrames(timeout: timeout)
+        guard let last = frames.last else { throw TestFailure("empty reply") }
+        return last
+    }
+
+    func sendFrames(_ frames: [[UInt8]]) throws {
+        try socket.send(frames)
+    }
+
+    func receiveFrames(timeout: Duration = .seconds(10)) throws -> [[UInt8]] {
+        var items = [PollItem(socket: socket, events: .readable)]
+        guard try poll(&items, timeout: timeout) > 0 else {
+            throw TestFailure("no reply within \(timeout)")
+        }
+        return try socket.receive()
+    }
+
+    /// Sends a request and decodes the reply.
+    func call(_ command: String, id: String = "1", args: JSONObject? = nil) throws -> Reply.Decoded {
+        try Reply.decode(request(Request(id: id, command: command, args: args).encoded()))
+    }
+}
+
+/// Runs `preflightctl` and returns its exit code and output.
+func runCtl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = Binaries.preflightctl
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+extension Reply.Decoded {
+    var result: JSONValue? { try? outcome.get() }
+    var error: ProtocolError? {
+        if case .failure(let error) = outcome { return error }
+        return nil
+    }
+}
