@@ -5,7 +5,7 @@ import uuid
 
 import zmq
 
-from conftest import request
+from agent_harness import request
 
 
 def test_ping_from_a_pyzmq_req_socket(agent):

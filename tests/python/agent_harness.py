@@ -1,0 +1,99 @@
+"""Fixtures that start a real preflightd (and, where needed, preflight-sim) for the Python tests."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+import zmq
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def bin_dir():
+    override = os.environ.get("PREFLIGHT_BIN_DIR")
+    if override:
+        return override
+    return subprocess.check_output(["swift", "build", "--show-bin-path"], cwd=REPO, text=True).strip()
+
+
+def wait_until(what, condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Agent:
+    def __init__(self, folder, process, config_path):
+        self.folder = folder
+        self.process = process
+        self.config_path = config_path
+        self.app = f"ipc://{folder}/run/app.sock"
+        self.admin = f"ipc://{folder}/run/admin.sock"
+        self.events = f"ipc://{folder}/run/events.sock"
+
+
+def request(endpoint, cmd, args=None, req_id="1", timeout_ms=5000):
+    """One request over a fresh REQ socket, the simplest thing an app can do."""
+    context = zmq.Context.instance()
+    socket = context.socket(zmq.REQ)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.RCVTIMEO, timeout_ms)
+    socket.connect(endpoint)
+    try:
+        body = {"v": 1, "id": req_id, "cmd": cmd}
+        if args is not None:
+            body["args"] = args
+        socket.send(json.dumps(body).encode())
+        return json.loads(socket.recv())
+    finally:
+        socket.close()
+
+
+@pytest.fixture
+def agent():
+    folder = tempfile.mkdtemp(prefix="pf-py-", dir="/tmp")
+    config = {
+        "agent": {
+            "appEndpoint": f"ipc://{folder}/run/app.sock",
+            "adminEndpoint": f"ipc://{folder}/run/admin.sock",
+            "eventsEndpoint": f"ipc://{folder}/run/events.sock",
+            "stateDirectory": f"{folder}/state",
+        },
+        "target": {"clientCode": "acme", "serverURL": "http://127.0.0.1:9"},
+    }
+    config_path = os.path.join(folder, "preflight.json")
+    with open(config_path, "w") as handle:
+        json.dump(config, handle)
+    log = open(os.path.join(folder, "preflightd.log"), "w")
+    process = subprocess.Popen([os.path.join(bin_dir(), "preflightd"), "--config", config_path], stderr=log, stdout=log)
+    handle = Agent(folder, process, config_path)
+
+    def answers():
+        if process.poll() is not None:
+            raise AssertionError(f"preflightd exited with {process.returncode}")
+        if not os.path.exists(f"{folder}/run/admin.sock"):
+            return False
+        try:
+            return request(handle.admin, "ping", timeout_ms=500)["ok"]
+        except zmq.error.Again:
+            return False
+
+    wait_until("preflightd to answer", answers)
+    yield handle
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    log.close()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,139 @@
+"""Command line: parse options, load specs and offers, serve until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from preflight_sim import VERSION, target
+from preflight_sim.server import SimServer
+from preflight_sim.simulator import Simulator
+from preflight_sim.validation import SpecError, SpecSet
+
+LOCAL_HOSTS = {"127.0.0.1": socket.AF_INET, "localhost": socket.AF_INET, "::1": socket.AF_INET6}
+
+
+def default_specs_dir() -> Path:
+    # <repo>/tools/simulator/preflight_sim/cli.py -> <repo>/../shared/specs
+    repo_root = Path(__file__).resolve().parent.parent.parent.parent
+    return (repo_root.parent / "shared" / "specs").resolve()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="preflight-sim",
+        description="Local stand-in for Adobe Target (Delivery API) and Adobe Pass (DCR + REST API v2), "
+                    "validating traffic against the official OpenAPI files.")
+    parser.add_argument("--port", type=int, default=8088, help="TCP port (0 picks a free one; default 8088)")
+    parser.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default), ::1 or localhost only")
+    parser.add_argument("--specs", type=Path, default=None,
+                        help="folder with target-delivery/ and adobe-pass/ (default: <repo>/../shared/specs)")
+    parser.add_argument("--offers", type=Path, default=None, help="JSON file of Target offers per mbox")
+    parser.add_argument("--edge-host", default=target.EDGE_HOST,
+                        help=f"edgeHost Target responses name (default {target.EDGE_HOST})")
+    parser.add_argument("--port-file", type=Path, default=None, help="write the listening port here once ready")
+    parser.add_argument("--quiet", action="store_true", help="no per-request log lines on stderr")
+    parser.add_argument("--version", action="version", version=f"preflight-sim {VERSION}")
+    return parser.parse_args(argv)
+
+
+def write_port_file(path: Path, port: int) -> None:
+    path = path.resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{port}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_offers(path: Path | None) -> dict[str, dict]:
+    if path is None:
+        return target.normalize_offers(target.DEFAULT_OFFERS)
+    with path.open(encoding="utf-8") as fh:
+        return target.normalize_offers(json.load(fh))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    log = sys.stderr
+
+    family = LOCAL_HOSTS.get(args.host)
+    if family is None:
+        log.write(f"preflight-sim: refusing to bind {args.host!r}: only 127.0.0.1, ::1 or localhost\n")
+        return 2
+    host = "127.0.0.1" if args.host == "localhost" else args.host
+    if not 0 <= args.port <= 65535:
+        log.write("preflight-sim: --port must be 0..65535\n")
+        return 2
+
+    specs_dir = args.specs.resolve() if args.specs is not None else default_specs_dir()
+    try:
+        specs = SpecSet(specs_dir)
+    except SpecError as exc:
+        log.write(f"preflight-sim: cannot load specs from {specs_dir}: {exc}\n")
+        return 2
+    if specs.validating:
+        specs.warm()
+        log.write(f"preflight-sim: validating against {specs_dir}\n")
+        for overlay in specs.overlays:
+            log.write(f"preflight-sim: spec overlay: {overlay}\n")
+    else:
+        log.write(f"preflight-sim: WARNING: specs folder {specs_dir} not found: running UNVALIDATED "
+                  "(no request or response is checked against the OpenAPI files)\n")
+
+    try:
+        offers = load_offers(args.offers)
+    except (OSError, ValueError) as exc:
+        log.write(f"preflight-sim: cannot load offers from {args.offers}: {exc}\n")
+        return 2
+
+    problems = target.offer_problems(specs, offers)
+    if problems:
+        log.write(f"preflight-sim: offers from {args.offers or 'built-in defaults'} are invalid: {problems[0]}\n")
+        return 2
+
+    sim = Simulator(specs, offers, quiet=args.quiet, offers_source=str(args.offers) if args.offers else None,
+                    edge_host=args.edge_host)
+    try:
+        server = SimServer((host, args.port), sim, family)
+    except OSError as exc:
+        log.write(f"preflight-sim: cannot listen on {host}:{args.port}: {exc}\n")
+        return 1
+    port = server.server_address[1]
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    if args.port_file is not None:
+        write_port_file(args.port_file, port)
+    log.write(f"preflight-sim {VERSION} listening on http://{'[' + host + ']' if ':' in host else host}:{port}\n")
+    log.flush()
+
+    while not stop.wait(0.5):
+        pass
+    server.shutdown()
+    server.server_close()
+    log.write("preflight-sim: stopped\n")
+    log.flush()
+    return 0

@@ -1,0 +1,390 @@
+"""Control and inspection API: `/health` and everything under `/_sim/` (JSON in, JSON out)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Callable
+from urllib.parse import unquote
+
+from preflight_sim import VERSION, pass_, target
+from preflight_sim.exchange import Request, Response
+from preflight_sim.faults import FaultError
+from preflight_sim.reqlog import now_ms
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _ok(document: Any, status: int = 200) -> Response:
+    return Response.json(status, document)
+
+
+def _body(req: Request, required: bool = True) -> Any:
+    if not req.raw_body:
+        if required:
+            raise ControlError(400, "a JSON body is required")
+        return {}
+    ok, value = req.json()
+    if not ok:
+        raise ControlError(400, "the body is not valid JSON")
+    return value
+
+
+def _object(req: Request, required: bool = True) -> dict:
+    value = _body(req, required)
+    if not isinstance(value, dict):
+        raise ControlError(400, "the body must be a JSON object")
+    return value
+
+
+def _int_field(doc: dict, key: str, minimum: int | None = None) -> int | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ControlError(400, f"{key} must be a number")
+    if minimum is not None and value < minimum:
+        raise ControlError(400, f"{key} must be >= {minimum}")
+    return int(value)
+
+
+def _str_field(doc: dict, key: str, required: bool = False) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        if required:
+            raise ControlError(400, f"{key} is required")
+        return None
+    if not isinstance(value, str) or not value:
+        raise ControlError(400, f"{key} must be a non-empty string")
+    return value
+
+
+# health, log, stats ---------------------------------------------------------------------------
+
+def health(sim, req: Request, m) -> Response:
+    described = sim.specs.describe()
+    return _ok({"status": "ok", "validating": described["validating"], "specs": described["specs"],
+                "overlays": described["overlays"], "version": VERSION,
+                "uptimeMs": round((time.time() - sim.started) * 1000.0),
+                "offers": sim.offers_source or "built-in"})
+
+
+def get_requests(sim, req: Request, m) -> Response:
+    since = req.query.get("since", "0")
+    try:
+        since_seq = int(since)
+    except (TypeError, ValueError):
+        raise ControlError(400, "since must be an integer") from None
+    service = req.query.get("service")
+    if service is not None and service not in ("target", "dcr", "pass"):
+        raise ControlError(400, "service must be target, dcr or pass")
+    return _ok({"requests": sim.log.entries(since_seq, service), "lastSeq": sim.log.last_seq()})
+
+
+def delete_requests(sim, req: Request, m) -> Response:
+    sim.log.clear()
+    return _ok({"cleared": True})
+
+
+def get_violations(sim, req: Request, m) -> Response:
+    violations = sim.log.violations()
+    return _ok({"count": len(violations), "violations": violations})
+
+
+def delete_violations(sim, req: Request, m) -> Response:
+    sim.log.clear_violations()
+    return _ok({"cleared": True})
+
+
+def get_stats(sim, req: Request, m) -> Response:
+    return _ok(sim.stats())
+
+
+def post_reset(sim, req: Request, m) -> Response:
+    sim.reset()
+    return _ok({"reset": True})
+
+
+# faults ---------------------------------------------------------------------------------------
+
+def get_faults(sim, req: Request, m) -> Response:
+    return _ok({"faults": sim.faults.describe()})
+
+
+def post_fault(sim, req: Request, m) -> Response:
+    try:
+        fault = sim.faults.add(_body(req))
+    except FaultError as exc:
+        raise ControlError(400, str(exc)) from None
+    return _ok(fault.describe(), 201)
+
+
+def delete_faults(sim, req: Request, m) -> Response:
+    return _ok({"cleared": sim.faults.clear()})
+
+
+def delete_fault(sim, req: Request, m) -> Response:
+    if not sim.faults.remove(m["id"]):
+        raise ControlError(404, f"no fault {m['id']}")
+    return _ok({"deleted": m["id"]})
+
+
+# target ---------------------------------------------------------------------------------------
+
+def _validated_offers(sim, offers: dict[str, dict]) -> dict[str, dict]:
+    problems = target.offer_problems(sim.specs, offers)
+    if problems:
+        raise ControlError(400, problems[0])
+    return offers
+
+
+def get_offers(sim, req: Request, m) -> Response:
+    return _ok({"offers": sim.target.describe_offers()})
+
+
+def put_offers(sim, req: Request, m) -> Response:
+    try:
+        offers = target.normalize_offers(_body(req))
+    except target.OfferError as exc:
+        raise ControlError(400, str(exc)) from None
+    _validated_offers(sim, offers)
+    with sim.target.lock:
+        sim.target.offers = offers
+    return _ok({"offers": sim.target.describe_offers()})
+
+
+def put_offer(sim, req: Request, m) -> Response:
+    name = m["name"]
+    try:
+        offer = target.normalize_offer(name, _body(req))
+    except target.OfferError as exc:
+        raise ControlError(400, str(exc)) from None
+    _validated_offers(sim, {name: offer})
+    with sim.target.lock:
+        sim.target.offers[name] = offer
+    return _ok({"offers": {name: sim.target.describe_offers()[name]}})
+
+
+def delete_offer(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        if sim.target.offers.pop(m["name"], None) is None:
+            raise ControlError(404, f"no offer for mbox {m['name']}")
+    return _ok({"deleted": m["name"]})
+
+
+def put_edge_host(sim, req: Request, m) -> Response:
+    sim.edge_host = _str_field(_object(req), "edgeHost", required=True)
+    return _ok({"edgeHost": sim.edge_host})
+
+
+def get_edge_host(sim, req: Request, m) -> Response:
+    return _ok({"edgeHost": sim.edge_host})
+
+
+def get_notifications(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        notes = [dict(n) for n in sim.target.notifications]
+    return _ok({"count": len(notes), "notifications": notes})
+
+
+# pass -----------------------------------------------------------------------------------------
+
+def post_login(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    sp = _str_field(doc, "serviceProvider", required=True)
+    mvpd = _str_field(doc, "mvpd", required=True)
+    now = int(now_ms())
+    not_after = _int_field(doc, "notAfter")
+    ttl = _int_field(doc, "ttlSeconds", 1)
+    if not_after is None:
+        not_after = now + (ttl if ttl is not None else 3600) * 1000
+    not_before = _int_field(doc, "notBefore")
+    device = _str_field(doc, "deviceIdentifier")
+    attributes = doc.get("attributes")
+    if attributes is not None and not isinstance(attributes, dict):
+        raise ControlError(400, "attributes must be an object")
+    state = sim.pass_
+    with state.lock:
+        record = state.login(sp, mvpd, not_after, now if not_before is None else not_before, device, attributes)
+    return _ok({"login": record})
+
+
+def post_logout(sim, req: Request, m) -> Response:
+    doc = _object(req, required=False)
+    state = sim.pass_
+    with state.lock:
+        removed = state.logout(_str_field(doc, "serviceProvider"), _str_field(doc, "mvpd"))
+    return _ok({"removed": removed})
+
+
+def put_decisions(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    sp = _str_field(doc, "serviceProvider") or "*"
+    decisions = doc.get("decisions", {})
+    if not isinstance(decisions, dict):
+        raise ControlError(400, "decisions must be an object keyed by resource id")
+    clean: dict[str, dict] = {}
+    for resource, value in decisions.items():
+        if isinstance(value, bool):
+            value = {"authorized": value}
+        if not isinstance(value, dict):
+            raise ControlError(400, f"decision for {resource!r} must be an object or a boolean")
+        error = value.get("error")
+        if error is not None and not isinstance(error, (dict, str)):
+            raise ControlError(400, f"error for {resource!r} must be an object or a code string")
+        authorized = value.get("authorized", error is None)
+        if not isinstance(authorized, bool):
+            raise ControlError(400, f"authorized for {resource!r} must be a boolean")
+        entry = {"authorized": authorized}
+        if error is not None:
+            problems = sim.specs.validate(sim.specs.schema_ref("pass", "ErrorInformation"), pass_.complete_error(error))
+            if problems:
+                raise ControlError(400, f"error for {resource!r} is not a valid ErrorInformation: {problems[0]}")
+            entry["error"] = error
+        if isinstance(value.get("source"), str):
+            entry["source"] = value["source"]
+        clean[resource] = entry
+    missing = doc.get("missingProfile")
+    if missing is not None and missing not in ("top-level", "item-level"):
+        raise ControlError(400, "missingProfile must be 'top-level' or 'item-level'")
+    state = sim.pass_
+    with state.lock:
+        if doc.get("replace", True):
+            state.decisions[sp] = clean
+        else:
+            state.decisions.setdefault(sp, {}).update(clean)
+        if missing is not None:
+            state.missing_profile = missing
+        current = dict(state.decisions)
+    return _ok({"decisions": current, "missingProfile": state.missing_profile})
+
+
+def get_decisions(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok({"decisions": dict(state.decisions), "missingProfile": state.missing_profile})
+
+
+def post_tokens(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    expires_in = _int_field(doc, "expiresIn", 1)
+    if expires_in is None:
+        raise ControlError(400, "expiresIn is required")
+    state = sim.pass_
+    with state.lock:
+        state.token_lifetime = expires_in
+    return _ok({"expiresIn": expires_in})
+
+
+def post_revoke(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        revoked = 0
+        for token in state.tokens.values():
+            if not token["revoked"]:
+                token["revoked"] = True
+                revoked += 1
+    return _ok({"revoked": revoked})
+
+
+def post_ratelimit(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    enabled = doc.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ControlError(400, "enabled must be a boolean")
+    per_second = _int_field(doc, "perSecond", 1)
+    burst = _int_field(doc, "burst", 0)
+    state = sim.pass_
+    with state.lock:
+        limiter = state.ratelimit
+        limiter.configure(enabled, per_second if per_second is not None else limiter.per_second,
+                          burst if burst is not None else limiter.burst)
+        return _ok(limiter.describe())
+
+
+def post_service_provider(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    known = doc.get("known", True)
+    if not isinstance(known, bool):
+        raise ControlError(400, "known must be a boolean")
+    mvpds = doc.get("mvpds")
+    if mvpds is not None:
+        if not isinstance(mvpds, list):
+            raise ControlError(400, "mvpds must be a list")
+        mvpds = [{"id": x, "displayName": x} if isinstance(x, str) else x for x in mvpds]
+        if not all(isinstance(x, dict) and isinstance(x.get("id"), str) for x in mvpds):
+            raise ControlError(400, "each mvpd must be an id string or an object with an id")
+        ref = sim.specs.schema_ref("pass", "MvpdType")
+        for x in mvpds:
+            problems = sim.specs.validate(ref, x)
+            if problems:
+                raise ControlError(400, f"mvpd {x['id']} is not a valid MvpdType: {problems[0]}")
+    name = _str_field(doc, "name")
+    state = sim.pass_
+    with state.lock:
+        state.service_providers[m["name"]] = {"known": known, "mvpds": mvpds, "name": name}
+        return _ok({"serviceProvider": m["name"], **state.service_providers[m["name"]]})
+
+
+def get_pass_state(sim, req: Request, m) -> Response:
+    return _ok(sim.pass_.describe())
+
+
+# routing --------------------------------------------------------------------------------------
+
+Handler = Callable[[Any, Request, dict], Response]
+
+ROUTES: list[tuple[str, str, Handler]] = [
+    ("GET", r"/health", health),
+    ("GET", r"/_sim/health", health),
+    ("GET", r"/_sim/requests", get_requests),
+    ("DELETE", r"/_sim/requests", delete_requests),
+    ("GET", r"/_sim/violations", get_violations),
+    ("DELETE", r"/_sim/violations", delete_violations),
+    ("GET", r"/_sim/stats", get_stats),
+    ("POST", r"/_sim/reset", post_reset),
+    ("GET", r"/_sim/faults", get_faults),
+    ("POST", r"/_sim/faults", post_fault),
+    ("DELETE", r"/_sim/faults", delete_faults),
+    ("DELETE", r"/_sim/faults/(?P<id>[^/]+)", delete_fault),
+    ("GET", r"/_sim/target/offers", get_offers),
+    ("PUT", r"/_sim/target/offers", put_offers),
+    ("PUT", r"/_sim/target/offers/(?P<name>[^/]+)", put_offer),
+    ("DELETE", r"/_sim/target/offers/(?P<name>[^/]+)", delete_offer),
+    ("GET", r"/_sim/target/notifications", get_notifications),
+    ("GET", r"/_sim/target/edgeHost", get_edge_host),
+    ("PUT", r"/_sim/target/edgeHost", put_edge_host),
+    ("POST", r"/_sim/pass/login", post_login),
+    ("POST", r"/_sim/pass/logout", post_logout),
+    ("GET", r"/_sim/pass/decisions", get_decisions),
+    ("PUT", r"/_sim/pass/decisions", put_decisions),
+    ("POST", r"/_sim/pass/tokens", post_tokens),
+    ("POST", r"/_sim/pass/tokens/revoke", post_revoke),
+    ("POST", r"/_sim/pass/ratelimit", post_ratelimit),
+    ("POST", r"/_sim/pass/serviceProviders/(?P<name>[^/]+)", post_service_provider),
+    ("GET", r"/_sim/pass/state", get_pass_state),
+]
+_COMPILED = [(method, re.compile(f"^{pattern}$"), fn) for method, pattern, fn in ROUTES]
+
+
+def handle(sim, req: Request) -> Response:
+    path = req.path.rstrip("/") or "/"
+    allowed = []
+    for method, pattern, fn in _COMPILED:
+        m = pattern.match(path)
+        if not m:
+            continue
+        if method != req.method:
+            allowed.append(method)
+            continue
+        try:
+            return fn(sim, req, {k: unquote(v) for k, v in m.groupdict().items()})
+        except ControlError as exc:
+            return Response.json(exc.status, {"error": str(exc)})
+    if allowed:
+        return Response.json(405, {"error": f"use {', '.join(allowed)}"}, {"Allow": ", ".join(allowed)})
+    return Response.json(404, {"error": f"no control endpoint {req.method} {req.path}"})

@@ -1,0 +1,410 @@
+"""Adobe Target Delivery API: `POST /rest/v1/delivery`.
+
+Offers are configured per mbox name. Event tokens and mbox states are deterministic functions of
+(mbox name, offer), so a test can predict them (and read them from `GET /_sim/target/offers`) and
+check that the agent sent back exactly what it was given.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import re
+import threading
+import uuid
+from collections import Counter
+from typing import Any
+
+from preflight_sim.exchange import Request, Response
+from preflight_sim.outcome import Outcome
+from preflight_sim.reqlog import now_ms
+
+OPERATION_TEMPLATE = "/rest/v1/delivery"
+EDGE_HOST = "mboxedge35.tt.omtrdc.net"
+LOCATION_HINT = "35_0"
+
+DEFAULT_OFFERS: dict[str, dict] = {
+    "logo": {"options": [{"type": "html", "content": '<img src="https://example.com/logo-platinum.png">'}]},
+    "buttonColor": {"options": [{"type": "json", "content": {"color": "blue"}}]},
+    "hero": {"options": [{"type": "html",
+                          "content": '<div class="hero"><h1>Welcome back</h1><p>Your picks are ready.</p></div>'}]},
+}
+
+OPTION_TYPES = ("html", "json", "redirect", "dynamic", "actions")
+RESERVED_MBOX_PARAMETERS = ("orderId", "orderTotal", "productPurchasedIds")
+SESSION_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
+TNT_ID = re.compile(r"^[^.]+(\.\d+_\d+)?$")
+
+
+class OfferError(ValueError):
+    pass
+
+
+# offers ---------------------------------------------------------------------------------------
+
+def normalize_offer(name: str, value: Any) -> dict:
+    """One mbox's offer as `{"options": [...]}`; a bare option object is accepted too."""
+    if not isinstance(name, str) or not name:
+        raise OfferError("mbox name must be a non-empty string")
+    if isinstance(value, dict) and "options" in value:
+        options = value["options"]
+    elif isinstance(value, dict) and "type" in value:
+        options = [value]
+    elif isinstance(value, list):
+        options = value
+    else:
+        raise OfferError(f"offer for {name!r} must be {{'options': [...]}} or one option object")
+    if not isinstance(options, list):
+        raise OfferError(f"options for {name!r} must be a list")
+    clean = []
+    for i, option in enumerate(options):
+        if not isinstance(option, dict) or "content" not in option:
+            raise OfferError(f"{name}.options[{i}] must be an object with type and content")
+        kind = option.get("type")
+        if kind not in OPTION_TYPES:
+            raise OfferError(f"{name}.options[{i}].type must be one of {', '.join(OPTION_TYPES)}")
+        content = option["content"]
+        if kind in ("html", "redirect", "dynamic") and not isinstance(content, str):
+            raise OfferError(f"{name}.options[{i}].content must be a string for type {kind}")
+        if kind == "json" and not isinstance(content, (dict, list)):
+            raise OfferError(f"{name}.options[{i}].content must be an object for type json")
+        item = {"type": kind, "content": copy.deepcopy(content)}
+        if "responseTokens" in option:
+            item["responseTokens"] = copy.deepcopy(option["responseTokens"])
+        clean.append(item)
+    return {"options": clean}
+
+
+def normalize_offers(document: Any) -> dict[str, dict]:
+    if not isinstance(document, dict):
+        raise OfferError("offers must be a JSON object keyed by mbox name")
+    return {name: normalize_offer(name, value) for name, value in document.items()}
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_token(mbox: str, index: int, option: dict) -> str:
+    digest = hashlib.sha256(f"event\x00{mbox}\x00{index}\x00{_canonical(option)}".encode()).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def mbox_state(mbox: str, offer: dict | None) -> str:
+    digest = hashlib.sha256(f"state\x00{mbox}\x00{_canonical(offer)}".encode()).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def rendered_options(name: str, offer: dict | None) -> list[dict]:
+    options = []
+    for i, option in enumerate((offer or {}).get("options", [])):
+        item = {"type": option["type"], "content": copy.deepcopy(option["content"]),
+                "eventToken": event_token(name, i, option)}
+        if "responseTokens" in option:
+            item["responseTokens"] = copy.deepcopy(option["responseTokens"])
+        options.append(item)
+    return options
+
+
+def offer_problems(specs, offers: dict[str, dict]) -> list[str]:
+    """Options that would not be valid Target `Option` objects in a response (empty when validating is off)."""
+    ref = specs.file_ref("delivery/components/Option.yaml#/Option")
+    problems = []
+    for name, offer in offers.items():
+        for i, option in enumerate(rendered_options(name, offer)):
+            problems += [f"{name}.options[{i}] is not a valid Target Option: {p}" for p in specs.validate(ref, option)]
+    return problems
+
+
+class TargetState:
+    def __init__(self, offers: dict[str, dict]):
+        self.lock = threading.RLock()
+        self.offers = copy.deepcopy(offers)
+        self.prefetched: Counter[str] = Counter()
+        self.executed: Counter[str] = Counter()
+        self.notifications: list[dict] = []
+        self.issued_tokens: dict[str, set[str]] = {}
+        self.issued_states: dict[str, set[str]] = {}
+
+    def describe_offers(self) -> dict:
+        with self.lock:
+            return {name: {"options": rendered_options(name, offer), "state": mbox_state(name, offer)}
+                    for name, offer in self.offers.items()}
+
+    def issue(self, name: str, options: list[dict], state: str | None) -> None:
+        tokens = self.issued_tokens.setdefault(name, set())
+        tokens.update(o["eventToken"] for o in options)
+        if state is not None:
+            self.issued_states.setdefault(name, set()).add(state)
+
+    def stats(self) -> dict:
+        with self.lock:
+            return {"prefetched": dict(self.prefetched), "executed": dict(self.executed),
+                    "notifications": len(self.notifications)}
+
+
+# request checks -------------------------------------------------------------------------------
+
+def _check_parameters(params: Any, where: str, mbox_parameters: bool, out: list[str]) -> None:
+    if not isinstance(params, dict):
+        return
+    for key, value in params.items():
+        if not key.strip():
+            out.append(f"{where}: parameter name must not be blank (Parameters validation)")
+        if len(key) > 128:
+            out.append(f"{where}.{key[:40]}...: parameter name longer than 128 (Parameters validation)")
+        if key.startswith("profile."):
+            out.append(f"{where}.{key}: parameter name must not start with 'profile.' (Parameters validation)")
+        if isinstance(value, str) and len(value) > 5000:
+            out.append(f"{where}.{key}: parameter value longer than 5000 (Parameters validation)")
+        if mbox_parameters and key in RESERVED_MBOX_PARAMETERS:
+            out.append(f"{where}.{key}: '{key}' is not allowed as an mbox parameter (Parameters description)")
+
+
+def _check_request_details(details: Any, where: str, out: list[str]) -> None:
+    if not isinstance(details, dict):
+        return
+    _check_parameters(details.get("parameters"), f"{where}.parameters", True, out)
+    _check_parameters(details.get("profileParameters"), f"{where}.profileParameters", False, out)
+    order = details.get("order")
+    if isinstance(order, dict) and isinstance(order.get("purchasedProductIds"), list):
+        ids = order["purchasedProductIds"]
+        strings = [i for i in ids if isinstance(i, str)]
+        if any(not i.strip() for i in strings):
+            out.append(f"{where}.order.purchasedProductIds: blank product id (Order validation)")
+        if any(len(i) > 50 for i in strings):
+            out.append(f"{where}.order.purchasedProductIds: product id longer than 50 (Order validation)")
+        if len(",".join(strings)) > 250:
+            out.append(f"{where}.order.purchasedProductIds: joined ids longer than 250 (Order validation)")
+    product = details.get("product")
+    if isinstance(product, dict):
+        for key in ("id", "categoryId"):
+            if isinstance(product.get(key), str) and not product[key].strip():
+                out.append(f"{where}.product.{key}: must not be blank (Product description)")
+
+
+def _check_mbox_list(mboxes: Any, where: str, out: list[str]) -> None:
+    if not isinstance(mboxes, list):
+        return
+    seen: set[int] = set()
+    for i, mbox in enumerate(mboxes):
+        if not isinstance(mbox, dict):
+            continue
+        _check_request_details(mbox, f"{where}[{i}]", out)
+        index = mbox.get("index")
+        if isinstance(index, int):
+            if index in seen:
+                out.append(f"{where}[{i}].index: {index} repeated; index should be unique in the mbox list")
+            seen.add(index)
+        name = mbox.get("name")
+        if isinstance(name, str) and not name.strip():
+            out.append(f"{where}[{i}].name: must not be blank")
+
+
+def described_violations(body: dict) -> tuple[list[str], list[str]]:
+    """Rules the spec states in prose ("Validation" sections): (errors, advisories)."""
+    errors: list[str] = []
+    advisories: list[str] = []
+    visitor = body.get("id")
+    if isinstance(visitor, dict):
+        tnt = visitor.get("tntId")
+        if isinstance(tnt, str) and not TNT_ID.match(tnt):
+            errors.append("$.id.tntId: must not contain '.' unless it delimits the location hint "
+                          "(VisitorId validation)")
+    execute = body.get("execute")
+    if isinstance(execute, dict):
+        _check_request_details(execute.get("pageLoad"), "$.execute.pageLoad", errors)
+        _check_mbox_list(execute.get("mboxes"), "$.execute.mboxes", errors)
+    prefetch = body.get("prefetch")
+    if isinstance(prefetch, dict):
+        _check_request_details(prefetch.get("pageLoad"), "$.prefetch.pageLoad", errors)
+        _check_mbox_list(prefetch.get("mboxes"), "$.prefetch.mboxes", errors)
+        if isinstance(prefetch.get("views"), list):
+            for i, view in enumerate(prefetch["views"]):
+                _check_request_details(view, f"$.prefetch.views[{i}]", errors)
+    notifications = body.get("notifications")
+    if isinstance(notifications, list):
+        for i, note in enumerate(notifications):
+            if not isinstance(note, dict):
+                continue
+            where = f"$.notifications[{i}]"
+            _check_request_details(note, where, errors)
+            if note.get("mbox") is not None and note.get("view") is not None:
+                errors.append(f"{where}: mbox and view are mutually exclusive (Notification description)")
+            mbox = note.get("mbox")
+            if isinstance(mbox, dict) and isinstance(mbox.get("name"), str):
+                name = mbox["name"]
+                if not name.strip():
+                    errors.append(f"{where}.mbox.name: must not be blank (NotificationMbox validation)")
+                elif name.endswith("-clicked"):
+                    errors.append(f"{where}.mbox.name: '-clicked' suffix is not allowed (NotificationMbox validation)")
+    context = body.get("context")
+    if isinstance(context, dict):
+        channel = context.get("channel")
+        if channel == "mobile" and "mobilePlatform" not in context:
+            advisories.append("advisory: $.context.mobilePlatform should be specified when the channel is mobile "
+                              "(MobilePlatform description)")
+        if channel != "web" and "browser" in context:
+            advisories.append("advisory: $.context.browser may be specified only when the channel is web "
+                              "(Browser description)")
+    return errors, advisories
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, list) else value
+
+
+def check_request(sim, req: Request) -> tuple[list[str], list[str], Any]:
+    """(errors, advisories, parsed body or None)."""
+    errors: list[str] = []
+    advisories: list[str] = []
+    specs = sim.specs
+    op = specs.operation("target", "POST", OPERATION_TEMPLATE)
+
+    # Query parameters. The spec requires imsOrgId; real clients send client= instead: either will do.
+    required = [p["name"] for p in specs.parameters(op) if p.get("in") == "query" and p.get("required")] if op \
+        else ["imsOrgId", "sessionId"]
+    for name in required:
+        if name == "imsOrgId":
+            if not req.query.get("imsOrgId") and not req.query.get("client"):
+                errors.append("query: client (or imsOrgId, as the spec words it) is required")
+        elif not req.query.get(name):
+            errors.append(f"query: {name} is required")
+    session = _first(req.query.get("sessionId"))
+    if isinstance(session, str) and session and (not SESSION_ID.match(session) or any(c in session for c in "?/")):
+        errors.append("query.sessionId: must be 1 to 128 printable characters, no space, '?' or '/' "
+                      "(sessionId description)")
+
+    if req.content_type != "application/json":
+        errors.append(f"header Content-Type: must be application/json (requestBody content), got "
+                      f"{req.header('content-type')!r}")
+    if not req.raw_body:
+        errors.append("body: a DeliveryRequest is required")
+        return errors, advisories, None
+    ok, body = req.json()
+    if not ok:
+        errors.append("body: not valid JSON")
+        return errors, advisories, None
+    if op is not None:
+        errors.extend(specs.validate(specs.request_body_ref(op, "application/json"), body))
+    elif not isinstance(body, dict) or not isinstance(body.get("context"), dict):
+        errors.append("$: context is required")
+    if isinstance(body, dict):
+        described, advised = described_violations(body)
+        errors.extend(described)
+        advisories.extend(advised)
+    return errors, advisories, body
+
+
+# handling -------------------------------------------------------------------------------------
+
+def _error(status: int, message: str) -> Response:
+    return Response.json(status, {"status": status, "message": message})
+
+
+def _mbox_entries(state: TargetState, mboxes: Any, prefetch: bool) -> list[dict]:
+    out = []
+    for mbox in mboxes if isinstance(mboxes, list) else []:
+        name = mbox.get("name")
+        offer = state.offers.get(name)
+        entry: dict[str, Any] = {"index": mbox.get("index"), "name": name}
+        options = rendered_options(name, offer)
+        if prefetch:
+            state.prefetched[name] += 1
+            entry["state"] = mbox_state(name, offer)
+        else:
+            state.executed[name] += 1
+        if options:
+            entry["options"] = options
+        state.issue(name, options, entry.get("state"))
+        out.append(entry)
+    return out
+
+
+def _record_notifications(state: TargetState, seq: int, notifications: list) -> list[dict]:
+    acknowledged = []
+    for note in notifications:
+        mbox = note.get("mbox") if isinstance(note.get("mbox"), dict) else {}
+        name = mbox.get("name")
+        tokens = note.get("tokens") or []
+        issued = state.issued_tokens.get(name, set()) if name is not None else set()
+        record = {
+            "seq": seq,
+            "id": note.get("id"),
+            "type": note.get("type"),
+            "timestamp": note.get("timestamp"),
+            "mbox": name,
+            "state": mbox.get("state"),
+            "tokens": list(tokens),
+            "tokensIssued": bool(tokens) and all(t in issued for t in tokens),
+            "stateIssued": mbox.get("state") in state.issued_states.get(name, set()) if name is not None else False,
+            "impressionId": note.get("impressionId"),
+            "parameters": note.get("parameters"),
+            "profileParameters": note.get("profileParameters"),
+            "order": note.get("order"),
+            "product": note.get("product"),
+            "address": note.get("address"),
+            "view": note.get("view"),
+            "pageLoad": note.get("pageLoad"),
+            "receivedAt": now_ms(),
+        }
+        state.notifications.append(record)
+        acknowledged.append({"id": note.get("id")})
+    return acknowledged
+
+
+def delivery_checks(sim, req: Request, params: dict | None = None) -> list[str]:
+    errors, advisories, _ = check_request(sim, req)
+    return errors + advisories
+
+
+def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
+    errors, advisories, body = check_request(sim, req)
+    if errors:
+        shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
+        return Outcome(_error(400, f"Invalid request: {shown}"), errors + advisories)
+
+    context = body.get("context", {})
+    if isinstance(context, dict) and context.get("beacon") is True:
+        return Outcome(Response.empty(204), advisories)
+
+    state: TargetState = sim.target
+    client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
+    visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
+    if not visitor.get("tntId"):
+        visitor["tntId"] = f"{uuid.uuid4().hex}.{LOCATION_HINT}"
+    document: dict[str, Any] = {
+        "status": 200,
+        "requestId": body.get("requestId") or str(uuid.uuid4()),
+        "client": client,
+        "id": visitor,
+        "edgeHost": sim.edge_host,
+    }
+    with state.lock:
+        execute = body.get("execute")
+        if isinstance(execute, dict):
+            out: dict[str, Any] = {}
+            if "pageLoad" in execute:
+                out["pageLoad"] = {}
+            if "mboxes" in execute:
+                out["mboxes"] = _mbox_entries(state, execute["mboxes"], prefetch=False)
+            document["execute"] = out
+        prefetch = body.get("prefetch")
+        if isinstance(prefetch, dict):
+            out = {}
+            if "views" in prefetch:
+                out["views"] = []
+            if "pageLoad" in prefetch:
+                out["pageLoad"] = {}
+            if "mboxes" in prefetch:
+                out["mboxes"] = _mbox_entries(state, prefetch["mboxes"], prefetch=True)
+            document["prefetch"] = out
+        if isinstance(body.get("notifications"), list):
+            document["notifications"] = _record_notifications(state, seq, body["notifications"])
+    return Outcome(Response.json(200, document), advisories)
+
+
+def fault_body(status: int, message: str | None) -> Response:
+    return _error(status, message or ("Internal server error" if status >= 500 else "Simulated error"))
