@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
     ],
     targets: [
         .systemLibrary(
@@ -40,6 +41,18 @@ let package = Package(
         ),
         .target(
             name: "PreflightProtocol",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "UpstreamHTTP",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "UpstreamHTTPClient",
+            dependencies: [
+                "UpstreamHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
