@@ -25,7 +25,8 @@ public struct HTTPRequest: Sendable, Hashable {
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
-            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
     public func hash(into hasher: inout Hasher) {
