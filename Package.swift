@@ -56,11 +56,23 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "TargetOffers",
+            dependencies: [
+                "PreflightProtocol",
+                "UpstreamHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "PreflightAgent",
             dependencies: [
                 "CLinuxShims",
                 "ZeroMQ",
                 "PreflightProtocol",
+                "TargetOffers",
+                "UpstreamHTTP",
+                "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -98,6 +110,11 @@ let package = Package(
         .testTarget(
             name: "PreflightProtocolTests",
             dependencies: ["PreflightProtocol"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "TargetOffersTests",
+            dependencies: ["TargetOffers", "PreflightProtocol", "UpstreamHTTP"],
             swiftSettings: testSettings
         ),
         .testTarget(

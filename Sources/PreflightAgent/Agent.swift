@@ -1,17 +1,29 @@
 import Logging
 import PreflightProtocol
 import ServiceLifecycle
+import TargetOffers
+import UpstreamHTTPClient
 
 /// The running agent: its sockets are bound before it is handed to a `ServiceGroup`, so that start-up
 /// failures (an endpoint in use) surface as an exit code before anything claims to be ready.
 public final class Agent: Service {
     public let runtime: AgentRuntime
     public let server: IPCServer
+    public let target: TargetService
+    private let transport: AsyncHTTPClientTransport
     private let logger: Logger
 
-    private init(runtime: AgentRuntime, server: IPCServer, logger: Logger) {
+    private init(
+        runtime: AgentRuntime,
+        server: IPCServer,
+        target: TargetService,
+        transport: AsyncHTTPClientTransport,
+        logger: Logger
+    ) {
         self.runtime = runtime
         self.server = server
+        self.target = target
+        self.transport = transport
         self.logger = logger
     }
 
@@ -22,7 +34,15 @@ public final class Agent: Service {
         logger: Logger
     ) async throws(AgentError) -> Agent {
         let runtime = AgentRuntime(configuration: configuration, configurationPath: configurationPath)
-        let dispatcher = CommandDispatcher(runtime: runtime, logger: logger)
+        let transport = AsyncHTTPClientTransport()
+        let target = TargetService(
+            configuration: configuration.target.serviceConfiguration,
+            transport: transport,
+            stateDirectory: configuration.agent.stateDirectory,
+            logger: logger,
+            publish: { topic, body in runtime.publish(topic, body) }
+        )
+        let dispatcher = CommandDispatcher(runtime: runtime, target: target, logger: logger)
         let server = try IPCServer(
             endpoints: IPCServer.Endpoints(
                 app: configuration.agent.appEndpoint,
@@ -34,27 +54,43 @@ public final class Agent: Service {
             logger: logger
         )
         runtime.server = server
-        try await server.start()
-        return Agent(runtime: runtime, server: server, logger: logger)
+        do {
+            try await server.start()
+        } catch {
+            await transport.shutdown()
+            throw error
+        }
+        return Agent(runtime: runtime, server: server, target: target, transport: transport, logger: logger)
     }
 
     /// Serves until graceful shutdown (SIGTERM, SIGINT), then stops taking requests, lets in-flight
     /// work reply, and removes the socket files.
     public func run() async throws {
-        publish("agent.ready", ["version": .string(preflightVersion)])
+        let notifier = Task { await target.run() }
+        runtime.publish("agent.ready", ["version": .string(preflightVersion)])
         logger.info("ready", metadata: ["version": "\(preflightVersion)"])
         try? await gracefulShutdown()
         logger.info("stopping")
-        publish("agent.stopping", ["reason": "signal"])
+        runtime.publish("agent.stopping", ["reason": "signal"])
+        // Stop taking requests first, so nothing new is queued behind the flush.
         await server.stop()
+        if target.notifications.summary.pending > 0 {
+            // Bounded: what Target does not confirm in time stays in the journal for the next start.
+            let flush = Task { await target.flushNotifications() }
+            let watchdog = Task {
+                try? await Task.sleep(for: .seconds(2))
+                flush.cancel()
+            }
+            let confirmed = await flush.value
+            watchdog.cancel()
+            logger.info(
+                "notifications flushed",
+                metadata: ["confirmed": "\(confirmed)", "journaled": "\(target.notifications.summary.pending)"]
+            )
+        }
+        notifier.cancel()
+        await notifier.value
+        await transport.shutdown()
         logger.info("stopped")
-    }
-
-    /// Publishes an event with the common fields every event carries.
-    public func publish(_ topic: String, _ fields: JSONObject) {
-        var body = fields
-        body["topic"] = .string(topic)
-        body["uptimeMs"] = .integer(runtime.uptimeMs)
-        server.publish(topic: topic, body: JSONWriter.encode(.object(body)))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PreflightProtocol
 import Synchronization
+import TargetOffers
 
 /// What the agent knows about itself, for `ping` and `status`. Shared by the I/O thread and async code.
 public final class AgentRuntime: Sendable {
@@ -30,6 +31,14 @@ public final class AgentRuntime: Sendable {
         set { state.withLock { $0.server = newValue } }
     }
 
+    /// Publishes an event with the fields every event carries. Callable from any thread.
+    public func publish(_ topic: String, _ fields: JSONObject) {
+        var body = fields
+        body["topic"] = .string(topic)
+        body["uptimeMs"] = .integer(uptimeMs)
+        server?.publish(topic: topic, body: JSONWriter.encode(.object(body)))
+    }
+
     public var uptimeMs: Int64 {
         let elapsed = ContinuousClock.now - startedAt
         return elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
@@ -42,10 +51,12 @@ public final class AgentRuntime: Sendable {
 /// handed to a task that replies through the `Responder`.
 public struct CommandDispatcher: RequestHandler {
     let runtime: AgentRuntime
+    let target: TargetService
     let logger: Logger
 
-    public init(runtime: AgentRuntime, logger: Logger) {
+    public init(runtime: AgentRuntime, target: TargetService, logger: Logger) {
         self.runtime = runtime
+        self.target = target
         self.logger = logger
     }
 
@@ -74,8 +85,29 @@ public struct CommandDispatcher: RequestHandler {
                     id: request.id,
                     result: ["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)]
                 )
-            case nil, .prefetch?, .loadRequests?, .clearPrefetchCache?, .preauthorize?:
-                // Decoded and validated already; the Target and Adobe Pass services plug in here.
+            case .prefetch(let command)?:
+                let target = self.target
+                Task {
+                    let result = await target.prefetch(command)
+                    responder.respond(Reply.success(id: request.id, result: result))
+                }
+                return nil
+            case .loadRequests(let command)?:
+                switch target.loadFromCache(command) {
+                case .complete(let result):
+                    return Reply.success(id: request.id, encodedResult: result)
+                case .needsNetwork(let pending):
+                    let target = self.target
+                    Task {
+                        let result = await target.completeLoad(pending)
+                        responder.respond(Reply.success(id: request.id, encodedResult: result))
+                    }
+                    return nil
+                }
+            case .clearPrefetchCache?:
+                return Reply.success(id: request.id, result: ["cleared": .integer(Int64(target.clearCache()))])
+            case nil, .preauthorize?:
+                // preauthorize is decoded and validated already; the Adobe Pass service plugs in here.
                 return Reply.failure(id: request.id, error: .unknownCommand(request.command))
             }
         } catch {
@@ -116,8 +148,63 @@ public struct CommandDispatcher: RequestHandler {
                 "eventsPublished": .integer(Int64(counters.eventsPublished)),
             ],
             "upstreams": [
-                "target": ["url": .string(configuration.target.effectiveServerURL)],
+                "target": targetHealth(configuration),
                 "pass": ["url": .string(configuration.pass.effectiveServerURL)],
+            ],
+            "target": targetStatus(),
+        ]
+    }
+
+    private func targetHealth(_ configuration: AgentConfiguration) -> JSONValue {
+        let counters = target.counters
+        var health: JSONObject = [
+            "url": .string(configuration.target.effectiveServerURL),
+            "calls": .integer(Int64(counters.upstreamCalls)),
+            "errors": .integer(Int64(counters.upstreamErrors)),
+        ]
+        health["lastSuccessAtMs"] = counters.lastSuccessAtMs.map { .integer($0) } ?? .null
+        health["lastErrorAtMs"] = counters.lastErrorAtMs.map { .integer($0) } ?? .null
+        health["lastErrorCode"] = counters.lastErrorCode.map { .string($0) } ?? .null
+        health["lastError"] = counters.lastError.map { .string($0) } ?? .null
+        return .object(health)
+    }
+
+    private func targetStatus() -> JSONValue {
+        let cache = target.cache.summary
+        let visitor = target.visitor.current
+        let queue = target.notifications.summary
+        let counters = target.counters
+        return [
+            "cache": [
+                "entries": .integer(Int64(cache.entries)), "bytes": .integer(Int64(cache.bytes)),
+                "budgetBytes": .integer(Int64(cache.budget)), "evictions": .integer(Int64(cache.evictions)),
+                "hits": .integer(Int64(counters.hits)), "misses": .integer(Int64(counters.misses)),
+            ],
+            "visitor": [
+                "sessionAgeMs": .integer(visitor.sessionAge.components.seconds * 1000),
+                "tntId": visitor.tntId.map { .string($0) } ?? .null,
+                "edgeHost": visitor.edgeHost.map { .string($0) } ?? .null,
+            ],
+            "notifications": [
+                "queued": .integer(Int64(queue.pending + queue.inFlight)),
+                "inFlight": .integer(Int64(queue.inFlight)),
+                "oldestTimestampMs": queue.oldestTimestampMs.map { .integer($0) } ?? .null,
+                "sent": .integer(Int64(queue.counters.sent)),
+                "failedAttempts": .integer(Int64(queue.counters.failedAttempts)),
+                "droppedOverflow": .integer(Int64(queue.counters.droppedOverflow)),
+                "replayedFromJournal": .integer(Int64(queue.counters.replayed)),
+                "lastError": queue.counters.lastError.map { .string($0) } ?? .null,
+            ],
+            "loads": [
+                "network": .integer(Int64(counters.networkLoads)),
+                "defaultsByReason": .object(
+                    JSONObject(
+                        counters.defaultsByReason.sorted { $0.key < $1.key }.map {
+                            (key: $0.key, value: .integer(Int64($0.value)))
+                        }
+                    )
+                ),
+                "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
             ],
         ]
     }

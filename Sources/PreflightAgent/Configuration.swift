@@ -1,5 +1,6 @@
 import Foundation
 import PreflightProtocol
+import TargetOffers
 
 /// The agent's configuration, read from `/etc/preflight/preflight.json` (or `--config PATH`).
 ///
@@ -32,6 +33,16 @@ public struct AgentConfiguration: Sendable, Equatable {
         /// Seconds without a request after which the Target session id is renewed.
         public var sessionTimeout: Double = 1800
         public var cacheBudgetBytes = 32 << 20
+        /// Display notifications go out when this many are queued...
+        public var notificationBatchSize = 50
+        /// ...or when the oldest has waited this many seconds.
+        public var notificationBatchAge: Double = 2
+        /// Most display notifications held before the oldest are dropped (and counted).
+        public var notificationQueueCapacity = 10_000
+        /// `context.userAgent` and the `User-Agent` header of Delivery API calls.
+        public var userAgent = "Preflight/\(preflightVersion) (Linux; SetTopBox)"
+        /// `context.mobilePlatform.platformType` (`android` or `ios`); absent on plain Linux.
+        public var platformType: String?
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
@@ -138,6 +149,33 @@ extension AgentConfiguration {
             try section.seconds("timeout", into: &configuration.target.timeout, in: 0.1...300)
             try section.seconds("sessionTimeout", into: &configuration.target.sessionTimeout, in: 1...86_400)
             try section.integer("cacheBudgetBytes", into: &configuration.target.cacheBudgetBytes, in: 4096...(1 << 32))
+            try section.integer(
+                "notificationBatchSize",
+                into: &configuration.target.notificationBatchSize,
+                in: 1...1000
+            )
+            try section.seconds(
+                "notificationBatchAge",
+                into: &configuration.target.notificationBatchAge,
+                in: 0.05...3600
+            )
+            try section.integer(
+                "notificationQueueCapacity",
+                into: &configuration.target.notificationQueueCapacity,
+                in: 100...1_000_000
+            )
+            try section.string("userAgent", into: &configuration.target.userAgent)
+            var platform = configuration.target.platformType ?? ""
+            try section.string("platformType", into: &platform)
+            if !platform.isEmpty {
+                guard ["android", "ios"].contains(platform) else {
+                    throw ConfigurationError(
+                        key: "target.platformType",
+                        message: "the Delivery API allows only android or ios; leave it out on plain Linux"
+                    )
+                }
+                configuration.target.platformType = platform
+            }
         }
         try reader.section(root, "pass") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
             try section.url("serverURL", into: &configuration.pass.serverURL)
@@ -306,5 +344,26 @@ struct ConfigurationReader {
         for key in object.keys where !section.known.contains(key) {
             warnings.append("unknown key \(name).\(key) (ignored)")
         }
+    }
+}
+
+extension AgentConfiguration.Target {
+    /// The Target service's view of this section.
+    public var serviceConfiguration: TargetConfiguration {
+        var device = DeviceDescription(userAgent: userAgent, applicationVersion: preflightVersion)
+        device.platformType = platformType
+        return TargetConfiguration(
+            clientCode: clientCode,
+            serverURL: serverURL,
+            environmentId: environmentId,
+            propertyToken: propertyToken,
+            timeout: .milliseconds(Int64(timeout * 1000)),
+            sessionTimeout: .milliseconds(Int64(sessionTimeout * 1000)),
+            cacheBudgetBytes: cacheBudgetBytes,
+            notificationBatchSize: notificationBatchSize,
+            notificationMaxAge: .milliseconds(Int64(notificationBatchAge * 1000)),
+            notificationQueueCapacity: notificationQueueCapacity,
+            device: device
+        )
     }
 }

@@ -1,0 +1,245 @@
+import Foundation
+import PreflightProtocol
+import UpstreamHTTP
+
+/// One mbox in a Delivery request's `prefetch.mboxes` or `execute.mboxes`.
+public struct DeliveryMbox: Sendable, Hashable {
+    public var name: String
+    public var targeting: MboxTargeting
+
+    public init(name: String, targeting: MboxTargeting) {
+        self.name = name
+        self.targeting = targeting
+    }
+}
+
+/// Builds Delivery API requests (`POST /rest/v1/delivery`) and reads their responses, per the
+/// Target Delivery API's OpenAPI description.
+public struct DeliveryCodec: Sendable {
+    public var configuration: TargetConfiguration
+
+    public init(configuration: TargetConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity.
+    public func request(
+        prefetch: [DeliveryMbox] = [],
+        execute: [DeliveryMbox] = [],
+        profileParameters: [Parameter] = [],
+        notifications: [DisplayNotification] = [],
+        visitor: VisitorSession.Snapshot,
+        timeOffsetInMinutes: Int
+    ) -> HTTPRequest {
+        var body: JSONObject = ["requestId": .string(UUID().uuidString.lowercased())]
+        body["context"] = .object(context(timeOffsetInMinutes: timeOffsetInMinutes))
+        if let tntId = visitor.tntId {
+            body["id"] = ["tntId": .string(tntId)]
+        }
+        if configuration.environmentId != 0 {
+            body["environmentId"] = .integer(configuration.environmentId)
+        }
+        if !configuration.propertyToken.isEmpty {
+            body["property"] = ["token": .string(configuration.propertyToken)]
+        }
+        if !prefetch.isEmpty {
+            body["prefetch"] = ["mboxes": .array(mboxes(prefetch, profileParameters: profileParameters))]
+        }
+        if !execute.isEmpty {
+            body["execute"] = ["mboxes": .array(mboxes(execute, profileParameters: profileParameters))]
+        }
+        if !notifications.isEmpty {
+            body["notifications"] = .array(notifications.map(\.deliveryJSON))
+        }
+        return HTTPRequest(
+            method: "POST",
+            url: url(visitor: visitor),
+            headers: [
+                (name: "Content-Type", value: "application/json"),
+                (name: "Accept", value: "application/json"),
+                (name: "User-Agent", value: configuration.device.userAgent),
+                (name: "X-EXC-SDK", value: "Preflight"),
+                (name: "X-EXC-SDK-Version", value: preflightVersion),
+            ],
+            body: JSONWriter.encode(.object(body)),
+            timeout: configuration.timeout
+        )
+    }
+
+    /// `{serverURL or edge host}/rest/v1/delivery?client=…&sessionId=…`.
+    func url(visitor: VisitorSession.Snapshot) -> String {
+        var base = configuration.serverURL
+        if let edgeHost = visitor.edgeHost, let replaced = Self.replacingHost(of: base, with: edgeHost) {
+            base = replaced
+        }
+        return "\(base)/rest/v1/delivery?client=\(Self.percentEncode(configuration.clientCode))"
+            + "&sessionId=\(Self.percentEncode(visitor.sessionId))"
+    }
+
+    /// The URL with its host replaced, keeping scheme and port.
+    static func replacingHost(of url: String, with host: String) -> String? {
+        guard var components = URLComponents(string: url) else { return nil }
+        components.host = host
+        return components.string
+    }
+
+    static func percentEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    private func context(timeOffsetInMinutes: Int) -> JSONObject {
+        let device = configuration.device
+        var context: JSONObject = [
+            "channel": "mobile",
+            "application": [
+                "id": .string(device.applicationId),
+                "name": .string(device.applicationName),
+                "version": .string(device.applicationVersion),
+            ],
+            "screen": [
+                "width": .integer(Int64(device.screenWidth)),
+                "height": .integer(Int64(device.screenHeight)),
+                "orientation": "landscape",
+            ],
+            "userAgent": .string(device.userAgent),
+            "timeOffsetInMinutes": .integer(Int64(timeOffsetInMinutes)),
+        ]
+        if let platformType = device.platformType {
+            var platform: JSONObject = ["platformType": .string(platformType), "deviceType": "tablet"]
+            if let name = device.deviceName { platform["deviceName"] = .string(name) }
+            context["mobilePlatform"] = .object(platform)
+        }
+        return context
+    }
+
+    private func mboxes(_ mboxes: [DeliveryMbox], profileParameters: [Parameter]) -> [JSONValue] {
+        mboxes.enumerated().map { index, mbox in
+            var object: JSONObject = ["index": .integer(Int64(index)), "name": .string(mbox.name)]
+            object.merge(Self.targetingJSON(mbox.targeting, profileParameters: profileParameters))
+            return .object(object)
+        }
+    }
+
+    /// `parameters`, `profileParameters`, `product` and `order` as the Delivery API spells them.
+    static func targetingJSON(_ targeting: MboxTargeting, profileParameters: [Parameter]) -> JSONObject {
+        var object = JSONObject()
+        if !targeting.mboxParameters.isEmpty {
+            object["parameters"] = .object(parametersJSON(targeting.mboxParameters))
+        }
+        if !profileParameters.isEmpty {
+            object["profileParameters"] = .object(parametersJSON(profileParameters))
+        }
+        if let product = targeting.product, product.id != nil || product.categoryId != nil {
+            var json = JSONObject()
+            if let id = product.id { json["id"] = .string(id) }
+            if let category = product.categoryId { json["categoryId"] = .string(category) }
+            object["product"] = .object(json)
+        }
+        if let order = targeting.order, order.id != nil || order.total != nil || order.purchasedProductIds != nil {
+            var json = JSONObject()
+            if let id = order.id { json["id"] = .string(id) }
+            if let total = order.total { json["total"] = .number(total) }
+            if let ids = order.purchasedProductIds { json["purchasedProductIds"] = .array(ids.map { .string($0) }) }
+            object["order"] = .object(json)
+        }
+        return object
+    }
+
+    static func parametersJSON(_ parameters: [Parameter]) -> JSONObject {
+        JSONObject(parameters.map { (key: $0.name, value: JSONValue.string($0.value)) })
+    }
+}
+
+/// A Delivery API response, read leniently: unknown fields are ignored.
+public struct DeliveryResponse: Sendable {
+    public struct Mbox: Sendable {
+        public var name: String
+        public var state: String?
+        public var options: [OfferOption]
+    }
+
+    public var tntId: String?
+    public var edgeHost: String?
+    public var prefetched: [Mbox]
+    public var executed: [Mbox]
+    public var acknowledgedNotificationIds: Set<String>
+}
+
+/// Why a Delivery call gave no usable answer; names the reason counted under "defaults by reason".
+public enum DeliveryFailure: Error, Sendable, Hashable {
+    case timeout
+    case network(String)
+    case status(Int, String?)
+    /// A 200 whose body carries `message` (Target's error shape).
+    case message(String)
+    case unparseable(String)
+
+    /// The reason code used in counters, events and logs.
+    public var reason: String {
+        switch self {
+        case .timeout: "timeout"
+        case .network: "network"
+        case .status: "status"
+        case .message: "message"
+        case .unparseable: "unparseable"
+        }
+    }
+
+    public var detail: String {
+        switch self {
+        case .timeout: "no answer within the configured timeout"
+        case .network(let detail): detail
+        case .status(let status, let message): "HTTP \(status)" + (message.map { ": \($0)" } ?? "")
+        case .message(let message): message
+        case .unparseable(let detail): detail
+        }
+    }
+}
+
+extension DeliveryResponse {
+    /// Reads an HTTP response; anything but a 200 with a readable body is a `DeliveryFailure`.
+    public static func decode(_ response: HTTPResponse) throws(DeliveryFailure) -> DeliveryResponse {
+        let json = try? JSONReader.read(response.body)
+        guard response.status == 200 else {
+            throw .status(response.status, json?["message"]?.stringValue)
+        }
+        guard case .object(let body)? = json else {
+            throw .unparseable("the Delivery API answered 200 with a body that is not a JSON object")
+        }
+        if let message = body["message"]?.stringValue {
+            throw .message(message)
+        }
+        return DeliveryResponse(
+            tntId: body["id"]?["tntId"]?.stringValue,
+            edgeHost: body["edgeHost"]?.stringValue,
+            prefetched: mboxes(body["prefetch"]?["mboxes"]),
+            executed: mboxes(body["execute"]?["mboxes"]),
+            acknowledgedNotificationIds: Set(
+                (body["notifications"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            )
+        )
+    }
+
+    private static func mboxes(_ value: JSONValue?) -> [Mbox] {
+        (value?.arrayValue ?? []).compactMap { mbox -> Mbox? in
+            guard let name = mbox["name"]?.stringValue else { return nil }
+            let options = (mbox["options"]?.arrayValue ?? []).compactMap { option -> OfferOption? in
+                guard let content = option["content"] else { return nil }
+                return OfferOption(
+                    type: option["type"]?.stringValue ?? "html",
+                    content: content,
+                    eventToken: option["eventToken"]?.stringValue
+                )
+            }
+            return Mbox(name: name, state: mbox["state"]?.stringValue, options: options)
+        }
+    }
+}
+
+extension JSONObject {
+    mutating func merge(_ other: JSONObject) {
+        for member in other { self[member.key] = member.value }
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import Logging
+import PreflightProtocol
+import Synchronization
+
+/// A display notification: Target learns that a prefetched mbox was shown.
+public struct DisplayNotification: Sendable, Hashable {
+    public var id: String
+    public var timestampMs: Int64
+    public var mboxName: String
+    /// The body of the Delivery API `notifications` item.
+    public var deliveryJSON: JSONValue
+
+    /// `{id, type: "display", timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
+    public static func display(
+        of offer: CachedOffer,
+        targeting: MboxTargeting,
+        profileParameters: [Parameter],
+        timestampMs: Int64
+    ) -> DisplayNotification {
+        let id = UUID().uuidString.lowercased()
+        var mbox: JSONObject = ["name": .string(offer.name)]
+        if let state = offer.state { mbox["state"] = .string(state) }
+        var body: JSONObject = [
+            "id": .string(id),
+            "type": "display",
+            "timestamp": .integer(timestampMs),
+            "mbox": .object(mbox),
+            "tokens": .array(offer.eventTokens.map { .string($0) }),
+        ]
+        body.merge(DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters))
+        return DisplayNotification(id: id, timestampMs: timestampMs, mboxName: offer.name, deliveryJSON: .object(body))
+    }
+
+    public init(id: String, timestampMs: Int64, mboxName: String, deliveryJSON: JSONValue) {
+        self.id = id
+        self.timestampMs = timestampMs
+        self.mboxName = mboxName
+        self.deliveryJSON = deliveryJSON
+    }
+
+    init?(deliveryJSON: JSONValue) {
+        guard let id = deliveryJSON["id"]?.stringValue, let timestamp = deliveryJSON["timestamp"]?.doubleValue else {
+            return nil
+        }
+        self.id = id
+        self.timestampMs = Int64(timestamp)
+        self.mboxName = deliveryJSON["mbox"]?["name"]?.stringValue ?? ""
+        self.deliveryJSON = deliveryJSON
+    }
+}
+
+/// Display notifications not yet confirmed by Target.
+///
+/// Each one is appended to a journal in the state directory as it is queued (a `write(2)`, so a
+/// SIGKILL loses none); `syncJournal()`, called at least every second, fsyncs it (so a power cut loses
+/// at most the last second) without putting a disk flush in front of an app's reply. An entry leaves
+/// the queue only when Target returns its id; after a start, the journal's unconfirmed entries are
+/// queued again.
+public final class NotificationQueue: Sendable {
+    public struct Counters: Sendable, Equatable {
+        public var queued = 0
+        public var sent = 0
+        public var failedAttempts = 0
+        public var droppedOverflow = 0
+        public var replayed = 0
+        public var lastError: String?
+        public var lastErrorAtMs: Int64?
+    }
+
+    private struct State: Sendable {
+        var pending: [DisplayNotification] = []
+        var inFlight: [String: DisplayNotification] = [:]
+        var journal: CInt = -1
+        var journalDirty = false
+        var journalLines = 0
+        var counters = Counters()
+        var consecutiveFailures = 0
+        var retryAt: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let journalPath: String?
+    private let clock: TargetClock
+    private let logger: Logger
+
+    public init(journalPath: String?, capacity: Int, clock: TargetClock, logger: Logger) {
+        self.journalPath = journalPath
+        self.capacity = capacity
+        self.clock = clock
+        self.logger = logger
+        replayJournal()
+    }
+
+    deinit {
+        let descriptor = state.withLock { $0.journal }
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Queues a notification and appends it to the journal. Never blocks on a flush.
+    public func enqueue(_ notification: DisplayNotification) {
+        let line = Self.journalLine(add: notification)
+        state.withLock { state in
+            state.pending.append(notification)
+            state.counters.queued += 1
+            appendLocked(&state, line)
+            while state.pending.count + state.inFlight.count > capacity, !state.pending.isEmpty {
+                let dropped = state.pending.removeFirst()
+                state.counters.droppedOverflow += 1
+                appendLocked(&state, Self.journalLine(ack: [dropped.id]))
+            }
+        }
+    }
+
+    /// Takes up to `max` notifications to send (they stay journaled until confirmed).
+    public func take(max: Int) -> [DisplayNotification] {
+        state.withLock { state in
+            let batch = Array(state.pending.prefix(max))
+            state.pending.removeFirst(batch.count)
+            for notification in batch { state.inFlight[notification.id] = notification }
+            return batch
+        }
+    }
+
+    /// Settles a batch after Target answered: acknowledged ids leave the queue and the journal; any
+    /// other goes back to the front to be sent again.
+    public func complete(_ batch: [DisplayNotification], acknowledged: Set<String>) {
+        guard !batch.isEmpty else { return }
+        state.withLock { state in
+            var unconfirmed: [DisplayNotification] = []
+            var confirmed: [String] = []
+            for notification in batch {
+                state.inFlight[notification.id] = nil
+                if acknowledged.contains(notification.id) {
+                    confirmed.append(notification.id)
+                } else {
+                    unconfirmed.append(notification)
+                }
+            }
+            state.counters.sent += confirmed.count
+            state.pending.insert(contentsOf: unconfirmed, at: 0)
+            state.consecutiveFailures = 0
+            state.retryAt = nil
+            if !confirmed.isEmpty { appendLocked(&state, Self.journalLine(ack: confirmed)) }
+            compactIfIdleLocked(&state)
+        }
+    }
+
+    /// Puts a batch back after a failed send and schedules the next attempt with exponential backoff and
+    /// jitter (1 s doubling to 5 minutes).
+    public func fail(_ batch: [DisplayNotification], error: String) {
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        state.withLock { state in
+            for notification in batch { state.inFlight[notification.id] = nil }
+            state.pending.insert(contentsOf: batch, at: 0)
+            state.consecutiveFailures += 1
+            state.counters.failedAttempts += 1
+            state.counters.lastError = error
+            state.counters.lastErrorAtMs = epoch
+            let exponent = min(state.consecutiveFailures - 1, 8)
+            let base = min(1000 << exponent, 300_000)
+            let jittered = base / 2 + Int.random(in: 0...(base / 2))
+            state.retryAt = now + .milliseconds(jittered)
+        }
+    }
+
+    /// Whether a standalone batch should go now: enough queued, or the oldest has waited long enough,
+    /// and no backoff in force.
+    public func isDue(batchSize: Int, maxAge: Duration) -> Bool {
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        return state.withLock { state in
+            guard let oldest = state.pending.first else { return false }
+            if let retryAt = state.retryAt, now < retryAt { return false }
+            let ageMs = epoch - oldest.timestampMs
+            return state.pending.count >= batchSize || ageMs >= maxAge.components.seconds * 1000
+        }
+    }
+
+    /// Flushes the journal to disk if anything was appended since the last sync.
+    public func syncJournal() {
+        let descriptor = state.withLock { state -> CInt in
+            guard state.journalDirty else { return -1 }
+            state.journalDirty = false
+            return state.journal
+        }
+        if descriptor >= 0 { fsync(descriptor) }
+    }
+
+    public struct Summary: Sendable, Equatable {
+        public var pending: Int
+        public var inFlight: Int
+        public var oldestTimestampMs: Int64?
+        public var counters: Counters
+    }
+
+    public var summary: Summary {
+        state.withLock {
+            Summary(
+                pending: $0.pending.count,
+                inFlight: $0.inFlight.count,
+                oldestTimestampMs: $0.pending.first?.timestampMs,
+                counters: $0.counters
+            )
+        }
+    }
+
+    /// Lets the next `isDue` ignore the backoff (an operator's `notifications flush`).
+    public func clearBackoff() {
+        state.withLock { $0.retryAt = nil }
+    }
+
+    // MARK: Journal
+
+    private static func journalLine(add notification: DisplayNotification) -> [UInt8] {
+        JSONWriter.encode(["add": notification.deliveryJSON]) + [0x0A]
+    }
+
+    private static func journalLine(ack ids: [String]) -> [UInt8] {
+        JSONWriter.encode(["ack": .array(ids.map { .string($0) })]) + [0x0A]
+    }
+
+    private func appendLocked(_ state: inout State, _ line: [UInt8]) {
+        guard state.journal >= 0 else { return }
+        let descriptor = state.journal
+        let ok = line.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+        if ok {
+            state.journalDirty = true
+            state.journalLines += 1
+        } else {
+            logger.error("cannot append to the notification journal", metadata: ["errno": "\(errno)"])
+        }
+    }
+
+    /// With nothing pending, the journal's history is dead weight: start it afresh.
+    private func compactIfIdleLocked(_ state: inout State) {
+        guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, state.journal >= 0 else {
+            return
+        }
+        if ftruncate(state.journal, 0) == 0 {
+            state.journalLines = 0
+            state.journalDirty = true
+        }
+    }
+
+    private func replayJournal() {
+        guard let journalPath else { return }
+        var pending: [DisplayNotification] = []
+        if let data = FileManager.default.contents(atPath: journalPath) {
+            var acknowledged = Set<String>()
+            var added: [DisplayNotification] = []
+            for line in data.split(separator: 0x0A) where !line.isEmpty {
+                // A power cut can leave a torn last line; it was never acknowledged to anyone, skip it.
+                guard let entry = try? JSONReader.read(Array(line)) else { continue }
+                if let add = entry["add"], let notification = DisplayNotification(deliveryJSON: add) {
+                    added.append(notification)
+                } else if let ids = entry["ack"]?.arrayValue {
+                    for id in ids { if let id = id.stringValue { acknowledged.insert(id) } }
+                }
+            }
+            var seen = Set<String>()
+            pending = added.filter { !acknowledged.contains($0.id) && seen.insert($0.id).inserted }
+        }
+        // Rewrite the journal with only what is still pending, atomically, then append from there on.
+        let lines = pending.flatMap { Self.journalLine(add: $0) }
+        do {
+            try StateFile.atomicWrite(lines, to: journalPath, mode: 0o600)
+        } catch {
+            logger.error("cannot rewrite the notification journal", metadata: ["error": "\(error)"])
+        }
+        let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor < 0 {
+            logger.error("cannot open the notification journal; notifications will not survive a restart")
+        }
+        state.withLock { state in
+            state.journal = descriptor
+            state.pending = pending
+            state.journalLines = pending.count
+            state.counters.replayed = pending.count
+        }
+        if !pending.isEmpty {
+            logger.info("notifications from the journal queued again", metadata: ["count": "\(pending.count)"])
+        }
+    }
+}

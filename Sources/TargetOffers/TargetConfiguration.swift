@@ -1,0 +1,89 @@
+/// What the Target half of the agent needs from configuration (the `target` section).
+public struct TargetConfiguration: Sendable, Equatable {
+    public var clientCode: String
+    /// Base URL of the Delivery API, without a trailing slash: `serverURL`, or `https://{clientCode}.tt.omtrdc.net`.
+    public var serverURL: String
+    /// True when `serverURL` was configured explicitly: then an `edgeHost` from Target replaces only the
+    /// host, and the scheme and port stay those of `serverURL`.
+    public var serverURLConfigured: Bool
+    public var environmentId: Int64
+    public var propertyToken: String
+    /// Upstream timeout (the SDK's `timeout`).
+    public var timeout: Duration
+    /// Inactivity after which the session id is renewed and the edge host forgotten.
+    public var sessionTimeout: Duration
+    /// Memory budget of the prefetch cache, in bytes of cached content and tokens.
+    public var cacheBudgetBytes: Int
+    /// Display notifications are sent when this many are queued...
+    public var notificationBatchSize: Int
+    /// ...or when the oldest has waited this long.
+    public var notificationMaxAge: Duration
+    /// Most notifications held; beyond it the oldest are dropped and counted.
+    public var notificationQueueCapacity: Int
+    /// The box as Target's `context` describes it.
+    public var device: DeviceDescription
+
+    public init(
+        clientCode: String,
+        serverURL: String? = nil,
+        environmentId: Int64 = 0,
+        propertyToken: String = "",
+        timeout: Duration = .seconds(5),
+        sessionTimeout: Duration = .seconds(1800),
+        cacheBudgetBytes: Int = 32 << 20,
+        notificationBatchSize: Int = 50,
+        notificationMaxAge: Duration = .seconds(2),
+        notificationQueueCapacity: Int = 10_000,
+        device: DeviceDescription = DeviceDescription()
+    ) {
+        self.clientCode = clientCode
+        self.serverURL = serverURL ?? "https://\(clientCode).tt.omtrdc.net"
+        self.serverURLConfigured = serverURL != nil
+        self.environmentId = environmentId
+        self.propertyToken = propertyToken
+        self.timeout = timeout
+        self.sessionTimeout = sessionTimeout
+        self.cacheBudgetBytes = cacheBudgetBytes
+        self.notificationBatchSize = notificationBatchSize
+        self.notificationMaxAge = notificationMaxAge
+        self.notificationQueueCapacity = notificationQueueCapacity
+        self.device = device
+    }
+}
+
+/// The box, as the Delivery API's `context` carries it.
+///
+/// `mobilePlatform` is sent only when `platformType` is configured: the Delivery API's schema allows
+/// only `android` and `ios` there, and a Linux box is neither, so by default the agent describes itself
+/// through `application`, `screen` and `userAgent` alone.
+public struct DeviceDescription: Sendable, Equatable {
+    public var userAgent: String
+    public var applicationId: String
+    public var applicationName: String
+    public var applicationVersion: String
+    public var screenWidth: Int
+    public var screenHeight: Int
+    /// `android` or `ios` when the box runs one of them; nil on plain Linux.
+    public var platformType: String?
+    public var deviceName: String?
+
+    public init(
+        userAgent: String = "Preflight/0.1.0 (Linux; SetTopBox)",
+        applicationId: String = "com.preflight.agent",
+        applicationName: String = "Preflight",
+        applicationVersion: String = "0.1.0",
+        screenWidth: Int = 1920,
+        screenHeight: Int = 1080,
+        platformType: String? = nil,
+        deviceName: String? = nil
+    ) {
+        self.userAgent = userAgent
+        self.applicationId = applicationId
+        self.applicationName = applicationName
+        self.applicationVersion = applicationVersion
+        self.screenWidth = screenWidth
+        self.screenHeight = screenHeight
+        self.platformType = platformType
+        self.deviceName = deviceName
+    }
+}

@@ -1,0 +1,426 @@
+import Foundation
+import Logging
+import PreflightProtocol
+import Synchronization
+import UpstreamHTTP
+
+/// Counters for `status` and `stats`.
+public struct TargetCounters: Sendable, Equatable {
+    public var hits = 0
+    public var misses = 0
+    public var networkLoads = 0
+    public var defaultsByReason: [String: Int] = [:]
+    public var prefetchCommands = 0
+    public var prefetchedMboxes = 0
+    public var upstreamCalls = 0
+    public var upstreamErrors = 0
+    public var lastSuccessAtMs: Int64?
+    public var lastErrorAtMs: Int64?
+    public var lastError: String?
+    public var lastErrorCode: String?
+    /// The most recent upstream latencies in milliseconds (a ring of 1,000), for percentiles.
+    public var upstreamLatenciesMs: [Double] = []
+}
+
+/// The Target half of the agent: the SDK's prefetch API on the Delivery API.
+///
+/// Cheap paths (`loadFromCache`, `clearCache`) run on the caller's thread (the agent's I/O thread)
+/// behind mutexes; paths that wait on Target are `async`.
+public final class TargetService: Sendable {
+    /// What `loadFromCache` could do without the network.
+    public enum LoadPlan: Sendable {
+        /// Every request was answered from the cache: the `result` JSON, ready to send.
+        case complete([UInt8])
+        /// Some requests need Target; finish with `completeLoad`.
+        case needsNetwork(PendingLoad)
+    }
+
+    /// A `loadRequests` whose cache hits are answered and whose misses still need Target.
+    public struct PendingLoad: Sendable {
+        let command: LoadRequestsCommand
+        /// Per request: the encoded content and source when already known.
+        let answered: [(content: [UInt8], source: String)?]
+    }
+
+    private struct MissKey: Hashable, Sendable {
+        var name: String
+        var targeting: MboxTargeting
+        var profile: [Parameter]
+    }
+
+    private enum MissOutcome: Sendable {
+        case content(String)
+        case failed(reason: String)
+    }
+
+    public let cache: PrefetchCache
+    public let visitor: VisitorSession
+    public let notifications: NotificationQueue
+    private let transport: any HTTPTransport
+    private let clock: TargetClock
+    private let logger: Logger
+    private let publish: @Sendable (String, JSONObject) -> Void
+    private let configurationBox: Mutex<TargetConfiguration>
+    private let counterBox = Mutex(TargetCounters())
+    private let inFlightMisses = Mutex([MissKey: Task<[MissKey: MissOutcome], Never>]())
+
+    public init(
+        configuration: TargetConfiguration,
+        transport: any HTTPTransport,
+        stateDirectory: String?,
+        clock: TargetClock = .system,
+        logger: Logger,
+        publish: @escaping @Sendable (String, JSONObject) -> Void
+    ) {
+        self.configurationBox = Mutex(configuration)
+        self.transport = transport
+        self.clock = clock
+        self.logger = logger
+        self.publish = publish
+        self.cache = PrefetchCache(budgetBytes: configuration.cacheBudgetBytes)
+        self.visitor = VisitorSession(
+            timeout: configuration.sessionTimeout,
+            clock: clock,
+            stateFile: stateDirectory.map { StateFile(path: "\($0)/target-visitor.json", logger: logger) }
+        )
+        self.notifications = NotificationQueue(
+            journalPath: stateDirectory.map { "\($0)/target-notifications.journal" },
+            capacity: configuration.notificationQueueCapacity,
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    public var configuration: TargetConfiguration {
+        configurationBox.withLock { $0 }
+    }
+
+    /// Applies a reloaded configuration; the cache, the session and the queue are kept.
+    public func update(configuration: TargetConfiguration) {
+        configurationBox.withLock { $0 = configuration }
+        cache.setBudget(configuration.cacheBudgetBytes)
+        visitor.setTimeout(configuration.sessionTimeout)
+    }
+
+    public var counters: TargetCounters {
+        counterBox.withLock { $0 }
+    }
+
+    public func resetCounters() {
+        counterBox.withLock { $0 = TargetCounters() }
+    }
+
+    // MARK: loadRequests
+
+    /// Answers what the cache can, at once: each hit queues a display notification.
+    public func loadFromCache(_ command: LoadRequestsCommand) -> LoadPlan {
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        var answered: [(content: [UInt8], source: String)?] = []
+        answered.reserveCapacity(command.requests.count)
+        var hits = 0
+        for request in command.requests {
+            if let offer = cache.hit(request.name, now: now) {
+                hits += 1
+                answered.append((offer.encodedContent, "cache"))
+                notifications.enqueue(
+                    .display(
+                        of: offer,
+                        targeting: request.targeting,
+                        profileParameters: command.profileParameters,
+                        timestampMs: epoch
+                    )
+                )
+            } else {
+                answered.append(nil)
+            }
+        }
+        let misses = command.requests.count - hits
+        counterBox.withLock {
+            $0.hits += hits
+            $0.misses += misses
+        }
+        if misses == 0 {
+            return .complete(Self.encodeContents(command.requests, answered))
+        }
+        return .needsNetwork(PendingLoad(command: command, answered: answered))
+    }
+
+    /// Fetches the misses of a load in one `execute` call (sharing calls already in flight for the
+    /// same mbox and parameters) and returns the whole `result` JSON, in request order.
+    public func completeLoad(_ pending: PendingLoad) async -> [UInt8] {
+        let command = pending.command
+        var keys: [Int: MissKey] = [:]
+        for (index, request) in command.requests.enumerated() where pending.answered[index] == nil {
+            keys[index] = MissKey(name: request.name, targeting: request.targeting, profile: command.profileParameters)
+        }
+        // Join calls in flight for identical misses; start one call for the rest.
+        let (joined, started) = inFlightMisses.withLock { inFlight in
+            var joined: [MissKey: Task<[MissKey: MissOutcome], Never>] = [:]
+            var fresh: [MissKey] = []
+            for key in Set(keys.values) {
+                if let task = inFlight[key] { joined[key] = task } else { fresh.append(key) }
+            }
+            var started: Task<[MissKey: MissOutcome], Never>?
+            if !fresh.isEmpty {
+                let ordered = keys.sorted { $0.key < $1.key }.map(\.value).filter { fresh.contains($0) }
+                var unique: [MissKey] = []
+                for key in ordered where !unique.contains(key) { unique.append(key) }
+                let task = Task { await self.execute(unique, profile: command.profileParameters) }
+                for key in unique { inFlight[key] = task }
+                started = task
+            }
+            return (joined, started)
+        }
+        var outcomes: [MissKey: MissOutcome] = [:]
+        if let started {
+            let results = await started.value
+            inFlightMisses.withLock { inFlight in
+                for key in results.keys { inFlight[key] = nil }
+            }
+            outcomes.merge(results) { first, _ in first }
+        }
+        for (key, task) in joined {
+            outcomes[key] = await task.value[key]
+        }
+        var answered = pending.answered
+        var network = 0
+        var defaults: [String: Int] = [:]
+        for (index, key) in keys {
+            switch outcomes[key] ?? .failed(reason: "network") {
+            case .content(let text):
+                var writer = JSONWriter(reservingCapacity: text.utf8.count + 2)
+                writer.writeString(text)
+                answered[index] = (writer.bytes, "network")
+                network += 1
+            case .failed(let reason):
+                var writer = JSONWriter()
+                writer.writeString(command.requests[index].defaultContent)
+                answered[index] = (writer.bytes, "default")
+                defaults[reason, default: 0] += 1
+            }
+        }
+        counterBox.withLock { counters in
+            counters.networkLoads += network
+            counters.defaultsByReason.merge(defaults, uniquingKeysWith: +)
+        }
+        return Self.encodeContents(command.requests, answered)
+    }
+
+    private func execute(_ keys: [MissKey], profile: [Parameter]) async -> [MissKey: MissOutcome] {
+        let mboxes = keys.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
+        switch await deliver(operation: "execute", prefetch: [], execute: mboxes, profile: profile) {
+        case .success(let response):
+            var outcomes: [MissKey: MissOutcome] = [:]
+            for key in keys {
+                if let mbox = response.executed.first(where: { $0.name == key.name }), !mbox.options.isEmpty {
+                    outcomes[key] = .content(mbox.options.map(\.contentText).joined())
+                } else {
+                    outcomes[key] = .failed(reason: "noContent")
+                }
+            }
+            return outcomes
+        case .failure(let failure):
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, MissOutcome.failed(reason: failure.reason)) })
+        }
+    }
+
+    /// `{"contents":[{"name":…,"content":…,"source":…},…]}` with contents appended pre-encoded.
+    private static func encodeContents(
+        _ requests: [LoadRequest],
+        _ answered: [(content: [UInt8], source: String)?]
+    ) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 64 + answered.reduce(0) { $0 + ($1?.content.count ?? 0) + 48 })
+        writer.appendASCII("{\"contents\":[")
+        for (index, request) in requests.enumerated() {
+            if index > 0 { writer.appendASCII(",") }
+            writer.appendASCII("{\"name\":")
+            writer.writeString(request.name)
+            writer.appendASCII(",\"content\":")
+            if let answer = answered[index] {
+                writer.writeRaw(answer.content)
+                writer.appendASCII(",\"source\":")
+                writer.writeString(answer.source)
+            } else {
+                writer.writeString(request.defaultContent)
+                writer.appendASCII(",\"source\":\"default\"")
+            }
+            writer.appendASCII("}")
+        }
+        writer.appendASCII("]}")
+        return writer.bytes
+    }
+
+    // MARK: prefetch
+
+    /// One Delivery call for the whole array; caches every mbox Target returned content for.
+    public func prefetch(_ command: PrefetchCommand) async -> JSONValue {
+        let mboxes = command.mboxes.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
+        counterBox.withLock { $0.prefetchCommands += 1 }
+        switch await deliver(operation: "prefetch", prefetch: mboxes, execute: [], profile: command.profileParameters) {
+        case .success(let response):
+            let now = clock.now()
+            let epoch = clock.epochMilliseconds()
+            var cachedNames = Set<String>()
+            var evicted = 0
+            for mbox in response.prefetched where !mbox.options.isEmpty {
+                evicted += cache.store(
+                    CachedOffer(name: mbox.name, options: mbox.options, state: mbox.state, now: now, epochMs: epoch)
+                )
+                cachedNames.insert(mbox.name)
+            }
+            counterBox.withLock { $0.prefetchedMboxes += cachedNames.count }
+            let names = command.mboxes.map(\.name)
+            publish(
+                "offers.prefetched",
+                [
+                    "mboxes": .array(names.map { .string($0) }),
+                    "cached": .array(names.filter(cachedNames.contains).map { .string($0) }),
+                    "evicted": .integer(Int64(evicted)),
+                ]
+            )
+            return [
+                "success": true,
+                "mboxes": .array(names.map { ["name": .string($0), "cached": .bool(cachedNames.contains($0))] }),
+            ]
+        case .failure:
+            return [
+                "success": false,
+                "mboxes": .array(command.mboxes.map { ["name": .string($0.name), "cached": false] }),
+            ]
+        }
+    }
+
+    // MARK: clear
+
+    /// Empties the cache (or drops one entry); returns how many entries were removed.
+    public func clearCache(name: String? = nil) -> Int {
+        let cleared = cache.clear(name: name)
+        var body: JSONObject = ["cleared": .integer(Int64(cleared))]
+        if let name { body["name"] = .string(name) }
+        publish("offers.cleared", body)
+        return cleared
+    }
+
+    // MARK: notifications
+
+    /// Sends queued display notifications in batches by count and age, retrying with backoff, and
+    /// fsyncs the journal every second, until cancelled; then makes one last bounded flush.
+    public func run() async {
+        var lastSync = clock.now()
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(200))
+            let configuration = self.configuration
+            if notifications.isDue(
+                batchSize: configuration.notificationBatchSize,
+                maxAge: configuration.notificationMaxAge
+            ) {
+                await sendNotificationBatch()
+            }
+            if clock.now() - lastSync >= .seconds(1) {
+                notifications.syncJournal()
+                lastSync = clock.now()
+            }
+        }
+        notifications.syncJournal()
+    }
+
+    /// Sends what is queued now, batch by batch, until the queue is empty or a send fails.
+    /// Returns how many were confirmed by Target.
+    @discardableResult
+    public func flushNotifications() async -> Int {
+        notifications.clearBackoff()
+        var confirmed = 0
+        while notifications.summary.pending > 0 {
+            let before = notifications.summary.counters.sent
+            guard await sendNotificationBatch() else { break }
+            confirmed += notifications.summary.counters.sent - before
+        }
+        notifications.syncJournal()
+        return confirmed
+    }
+
+    @discardableResult
+    private func sendNotificationBatch() async -> Bool {
+        // Sent on their own: `deliver` attaches a batch from the queue to any request it makes.
+        switch await deliver(operation: "notifications", prefetch: [], execute: [], profile: []) {
+        case .success: return true
+        case .failure: return false
+        }
+    }
+
+    // MARK: the one upstream call
+
+    private func deliver(
+        operation: String,
+        prefetch: [DeliveryMbox],
+        execute: [DeliveryMbox],
+        profile: [Parameter]
+    ) async -> Result<DeliveryResponse, DeliveryFailure> {
+        let configuration = self.configuration
+        let codec = DeliveryCodec(configuration: configuration)
+        let batch = notifications.take(max: configuration.notificationBatchSize)
+        if prefetch.isEmpty && execute.isEmpty && batch.isEmpty {
+            return .success(
+                DeliveryResponse(
+                    tntId: nil,
+                    edgeHost: nil,
+                    prefetched: [],
+                    executed: [],
+                    acknowledgedNotificationIds: []
+                )
+            )
+        }
+        let request = codec.request(
+            prefetch: prefetch,
+            execute: execute,
+            profileParameters: profile,
+            notifications: batch,
+            visitor: visitor.begin(),
+            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
+        )
+        let started = ContinuousClock.now
+        let result: Result<DeliveryResponse, DeliveryFailure>
+        do {
+            let response = try await transport.send(request)
+            result = Result { () throws(DeliveryFailure) in try DeliveryResponse.decode(response) }
+        } catch {
+            result = .failure(error.kind == .timeout ? .timeout : .network(error.description))
+        }
+        let elapsed = ContinuousClock.now - started
+        let latencyMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let epoch = clock.epochMilliseconds()
+        counterBox.withLock { counters in
+            counters.upstreamCalls += 1
+            if counters.upstreamLatenciesMs.count >= 1000 { counters.upstreamLatenciesMs.removeFirst() }
+            counters.upstreamLatenciesMs.append(latencyMs)
+            switch result {
+            case .success: counters.lastSuccessAtMs = epoch
+            case .failure(let failure):
+                counters.upstreamErrors += 1
+                counters.lastErrorAtMs = epoch
+                counters.lastError = failure.detail
+                counters.lastErrorCode = failure.reason
+            }
+        }
+        switch result {
+        case .success(let response):
+            visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost)
+            notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
+        case .failure(let failure):
+            notifications.fail(batch, error: failure.detail)
+            logger.warning(
+                "Target Delivery API call failed",
+                metadata: ["operation": "\(operation)", "reason": "\(failure.reason)", "detail": "\(failure.detail)"]
+            )
+            publish(
+                "upstream.error",
+                [
+                    "service": "target", "operation": .string(operation), "code": .string(failure.reason),
+                    "message": .string(failure.detail),
+                ]
+            )
+        }
+        return result
+    }
+}

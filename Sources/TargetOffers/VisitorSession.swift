@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+
+/// Time as the Target code reads it, injected so session expiry and batching are tested without sleeping.
+public struct TargetClock: Sendable {
+    public var now: @Sendable () -> ContinuousClock.Instant
+    public var epochMilliseconds: @Sendable () -> Int64
+
+    public init(
+        now: @escaping @Sendable () -> ContinuousClock.Instant,
+        epochMilliseconds: @escaping @Sendable () -> Int64
+    ) {
+        self.now = now
+        self.epochMilliseconds = epochMilliseconds
+    }
+
+    public static let system = TargetClock(
+        now: { ContinuousClock.now },
+        epochMilliseconds: { Int64(Date().timeIntervalSince1970 * 1000) }
+    )
+}
+
+/// The Target visitor as the SDKs keep it: a session id renewed after inactivity, and the `tntId` and
+/// `edgeHost` Target hands out. The `tntId` is kept in the state directory so the box stays the same
+/// visitor across restarts.
+public final class VisitorSession: Sendable {
+    private struct State: Sendable {
+        var sessionId: String
+        var lastUsed: ContinuousClock.Instant?
+        var sessionStarted: ContinuousClock.Instant
+        var tntId: String?
+        var edgeHost: String?
+    }
+
+    private let state: Mutex<State>
+    private let timeout: Mutex<Duration>
+    private let clock: TargetClock
+    private let file: StateFile?
+
+    /// What the next request should carry.
+    public struct Snapshot: Sendable, Equatable {
+        public var sessionId: String
+        public var tntId: String?
+        public var edgeHost: String?
+        public var sessionAge: Duration
+    }
+
+    public init(timeout: Duration, clock: TargetClock, stateFile: StateFile?) {
+        self.clock = clock
+        self.file = stateFile
+        self.timeout = Mutex(timeout)
+        let stored = stateFile?.read()
+        let tntId = stored?["tntId"]?.stringValue
+        state = Mutex(State(sessionId: UUID().uuidString.lowercased(), sessionStarted: clock.now(), tntId: tntId))
+    }
+
+    public func setTimeout(_ duration: Duration) {
+        timeout.withLock { $0 = duration }
+    }
+
+    /// The identity for a request made now: renews the session id (and forgets the edge host) when the
+    /// last request is older than the session timeout.
+    public func begin() -> Snapshot {
+        let now = clock.now()
+        let limit = timeout.withLock { $0 }
+        return state.withLock { state in
+            if let last = state.lastUsed, now - last > limit {
+                state.sessionId = UUID().uuidString.lowercased()
+                state.edgeHost = nil
+                state.sessionStarted = now
+            }
+            state.lastUsed = now
+            return Snapshot(
+                sessionId: state.sessionId,
+                tntId: state.tntId,
+                edgeHost: state.edgeHost,
+                sessionAge: now - state.sessionStarted
+            )
+        }
+    }
+
+    /// The identity without touching the session (for status).
+    public var current: Snapshot {
+        let now = clock.now()
+        return state.withLock {
+            Snapshot(
+                sessionId: $0.sessionId,
+                tntId: $0.tntId,
+                edgeHost: $0.edgeHost,
+                sessionAge: now - $0.sessionStarted
+            )
+        }
+    }
+
+    /// Takes `tntId` and `edgeHost` from a response; a new tntId is written to the state directory.
+    public func learn(tntId: String?, edgeHost: String?) {
+        let changedTntId = state.withLock { state -> String? in
+            if let edgeHost, !edgeHost.isEmpty { state.edgeHost = edgeHost }
+            guard let tntId, !tntId.isEmpty, tntId != state.tntId else { return nil }
+            state.tntId = tntId
+            return tntId
+        }
+        if let changedTntId {
+            file?.write(["tntId": .string(changedTntId)])
+        }
+    }
+}

@@ -1,0 +1,367 @@
+import Foundation
+import Logging
+import PreflightProtocol
+import Synchronization
+import Testing
+import UpstreamHTTP
+
+@testable import TargetOffers
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let state = Mutex((instant: ContinuousClock.now, epochMs: Int64(1_800_000_000_000)))
+
+    var clock: TargetClock {
+        TargetClock(
+            now: { self.state.withLock { $0.instant } },
+            epochMilliseconds: { self.state.withLock { $0.epochMs } }
+        )
+    }
+
+    func advance(_ duration: Duration) {
+        state.withLock {
+            $0.instant += duration
+            $0.epochMs += duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        }
+    }
+}
+
+/// An upstream that answers from a script and records what it was sent.
+final class ScriptedTransport: HTTPTransport {
+    private let state = Mutex((requests: [HTTPRequest](), answer: HTTPResponse(status: 200, body: Array("{}".utf8))))
+
+    func answer(_ response: HTTPResponse) {
+        state.withLock { $0.answer = response }
+    }
+
+    var requests: [HTTPRequest] { state.withLock { $0.requests } }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        state.withLock {
+            $0.requests.append(request)
+            return $0.answer
+        }
+    }
+}
+
+private func offer(
+    _ name: String,
+    content: String = "<b>hi</b>",
+    token: String = "tok",
+    now: ContinuousClock.Instant = .now
+)
+    -> CachedOffer
+{
+    CachedOffer(
+        name: name,
+        options: [OfferOption(type: "html", content: .string(content), eventToken: token)],
+        state: "state-\(name)",
+        now: now,
+        epochMs: 0
+    )
+}
+
+private let logger = Logger(label: "test")
+
+@Suite struct PrefetchCacheTests {
+    @Test func laterPrefetchOfTheSameNameReplacesTheEntry() {
+        let cache = PrefetchCache(budgetBytes: 1 << 20)
+        cache.store(offer("logo", content: "old"))
+        cache.store(offer("logo", content: "new"))
+        #expect(cache.summary.entries == 1)
+        #expect(cache.peek("logo")?.content == "new")
+    }
+
+    @Test func evictsLeastRecentlyUsedFirstToStayWithinBudget() {
+        let one = offer("a", content: String(repeating: "x", count: 1000))
+        let cache = PrefetchCache(budgetBytes: one.bytes * 3)
+        cache.store(offer("a", content: String(repeating: "x", count: 1000)))
+        cache.store(offer("b", content: String(repeating: "x", count: 1000)))
+        cache.store(offer("c", content: String(repeating: "x", count: 1000)))
+        _ = cache.hit("a", now: .now)  // a is now more recent than b
+        let evicted = cache.store(offer("d", content: String(repeating: "x", count: 1000)))
+        #expect(evicted == 1)
+        #expect(cache.peek("b") == nil)
+        #expect(cache.peek("a") != nil)
+        #expect(cache.summary.bytes <= cache.summary.budget)
+        #expect(cache.summary.evictions == 1)
+    }
+
+    @Test func contentConcatenatesOptionsAndSerializesJSON() {
+        let offer = CachedOffer(
+            name: "m",
+            options: [
+                OfferOption(type: "html", content: "<p>", eventToken: "t1"),
+                OfferOption(type: "json", content: ["color": "blue"], eventToken: "t2"),
+            ],
+            state: nil,
+            now: .now,
+            epochMs: 0
+        )
+        #expect(offer.content == #"<p>{"color":"blue"}"#)
+        #expect(offer.eventTokens == ["t1", "t2"])
+        #expect(String(decoding: offer.encodedContent, as: UTF8.self) == #""<p>{\"color\":\"blue\"}""#)
+    }
+
+    @Test func clearRemovesAllOrOne() {
+        let cache = PrefetchCache(budgetBytes: 1 << 20)
+        cache.store(offer("a"))
+        cache.store(offer("b"))
+        #expect(cache.clear(name: "a") == 1)
+        #expect(cache.clear(name: "a") == 0)
+        #expect(cache.clear() == 1)
+        #expect(cache.summary.bytes == 0)
+    }
+}
+
+@Suite struct VisitorSessionTests {
+    @Test func sessionIdIsRenewedAfterInactivityAndEdgeHostDropped() {
+        let manual = ManualClock()
+        let session = VisitorSession(timeout: .seconds(1800), clock: manual.clock, stateFile: nil)
+        let first = session.begin()
+        session.learn(tntId: "t.35_0", edgeHost: "mboxedge35.tt.omtrdc.net")
+        manual.advance(.seconds(1799))
+        #expect(session.begin().sessionId == first.sessionId)
+        #expect(session.begin().edgeHost == "mboxedge35.tt.omtrdc.net")
+        manual.advance(.seconds(1801))
+        let renewed = session.begin()
+        #expect(renewed.sessionId != first.sessionId)
+        #expect(renewed.edgeHost == nil)
+        #expect(renewed.tntId == "t.35_0")
+    }
+
+    @Test func tntIdSurvivesARestartThroughTheStateFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = StateFile(path: "\(folder)/target-visitor.json", logger: logger)
+        VisitorSession(timeout: .seconds(60), clock: .system, stateFile: file).learn(tntId: "abc.35_0", edgeHost: nil)
+        #expect(VisitorSession(timeout: .seconds(60), clock: .system, stateFile: file).current.tntId == "abc.35_0")
+        let attributes = try FileManager.default.attributesOfItem(atPath: "\(folder)/target-visitor.json")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test func aCorruptStateFileIsMovedAsideNotFatal() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: "\(folder)/target-visitor.json"))
+        let session = VisitorSession(
+            timeout: .seconds(60),
+            clock: .system,
+            stateFile: StateFile(path: "\(folder)/target-visitor.json", logger: logger)
+        )
+        #expect(session.current.tntId == nil)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(names.contains { $0.hasPrefix("target-visitor.json.corrupt-") })
+    }
+}
+
+@Suite struct NotificationQueueTests {
+    private func notification(_ name: String, at epochMs: Int64 = 1_800_000_000_000) -> DisplayNotification {
+        .display(of: offer(name), targeting: MboxTargeting(), profileParameters: [], timestampMs: epochMs)
+    }
+
+    @Test func anEntryLeavesOnlyWhenTargetReturnsItsId() {
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: ManualClock().clock, logger: logger)
+        let first = notification("a")
+        let second = notification("b")
+        queue.enqueue(first)
+        queue.enqueue(second)
+        let batch = queue.take(max: 10)
+        #expect(batch.count == 2)
+        queue.complete(batch, acknowledged: [first.id])
+        #expect(queue.summary.pending == 1)
+        #expect(queue.take(max: 10).map(\.id) == [second.id])
+    }
+
+    @Test func batchesAreDueByCountOrAge() {
+        let manual = ManualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
+        #expect(!queue.isDue(batchSize: 3, maxAge: .seconds(2)))
+        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds()))
+        #expect(!queue.isDue(batchSize: 3, maxAge: .seconds(2)))
+        manual.advance(.seconds(2))
+        #expect(queue.isDue(batchSize: 3, maxAge: .seconds(2)))
+        let other = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
+        for name in ["a", "b", "c"] { other.enqueue(notification(name, at: manual.clock.epochMilliseconds())) }
+        #expect(other.isDue(batchSize: 3, maxAge: .seconds(2)))
+    }
+
+    @Test func aFailureBacksOffBeforeTheNextAttempt() {
+        let manual = ManualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
+        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds() - 10_000))
+        queue.fail(queue.take(max: 10), error: "HTTP 503")
+        #expect(queue.summary.pending == 1)
+        #expect(!queue.isDue(batchSize: 50, maxAge: .seconds(2)))
+        manual.advance(.seconds(2))
+        #expect(queue.isDue(batchSize: 50, maxAge: .seconds(2)))
+        #expect(queue.summary.counters.lastError == "HTTP 503")
+    }
+
+    @Test func overflowDropsTheOldestAndCountsIt() {
+        let queue = NotificationQueue(journalPath: nil, capacity: 2, clock: ManualClock().clock, logger: logger)
+        let first = notification("a")
+        queue.enqueue(first)
+        queue.enqueue(notification("b"))
+        queue.enqueue(notification("c"))
+        #expect(queue.summary.pending == 2)
+        #expect(queue.summary.counters.droppedOverflow == 1)
+        #expect(!queue.take(max: 10).contains { $0.id == first.id })
+    }
+
+    @Test func theJournalBringsBackWhatWasNotConfirmed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        let confirmed = notification("a")
+        let unconfirmed = notification("b")
+        do {
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+            queue.enqueue(confirmed)
+            queue.enqueue(unconfirmed)
+            queue.complete(queue.take(max: 10), acknowledged: [confirmed.id])
+            // No sync, no clean shutdown: what a SIGKILL leaves behind.
+        }
+        // A torn last line, as a power cut mid-write leaves.
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"add":{"id":"tor"#.utf8))
+        try handle.close()
+        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        #expect(restarted.summary.counters.replayed == 1)
+        #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
+    }
+}
+
+@Suite struct DeliveryCodecTests {
+    private let visitor = VisitorSession.Snapshot(sessionId: "s-1", tntId: "t.35_0", edgeHost: nil, sessionAge: .zero)
+
+    @Test func prefetchRequestCarriesWhatTheSDKSends() throws {
+        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:8088")
+        configuration.environmentId = 7
+        configuration.propertyToken = "prop"
+        let targeting = MboxTargeting(
+            mboxParameters: [Parameter("status", "platinum")],
+            product: ProductParameters(id: "24D3412", categoryId: "Books"),
+            order: OrderParameters(id: "ADCKKIM", total: 344.30, purchasedProductIds: ["34", "125", "99"])
+        )
+        let request = DeliveryCodec(configuration: configuration).request(
+            prefetch: [DeliveryMbox(name: "logo", targeting: targeting)],
+            profileParameters: [Parameter("age", "20-32")],
+            visitor: visitor,
+            timeOffsetInMinutes: 60
+        )
+        #expect(request.url == "http://127.0.0.1:8088/rest/v1/delivery?client=acme&sessionId=s-1")
+        #expect(request.headers.contains { $0.name == "X-EXC-SDK" && $0.value == "Preflight" })
+        let body = try JSONReader.read(request.body)
+        #expect(body["context"]?["channel"] == "mobile")
+        #expect(body["context"]?["mobilePlatform"] == nil)
+        #expect(body["id"]?["tntId"] == "t.35_0")
+        #expect(body["environmentId"] == 7)
+        #expect(body["property"]?["token"] == "prop")
+        let mbox = try #require(body["prefetch"]?["mboxes"]?.arrayValue?.first)
+        #expect(mbox["index"] == 0)
+        #expect(mbox["parameters"] == ["status": "platinum"])
+        #expect(mbox["profileParameters"] == ["age": "20-32"])
+        #expect(mbox["order"]?["total"] == .number(344.30))
+        #expect(mbox["order"]?["purchasedProductIds"] == ["34", "125", "99"])
+    }
+
+    @Test func environmentIdZeroAndEmptyTokenAreLeftOut() throws {
+        let request = DeliveryCodec(configuration: TargetConfiguration(clientCode: "acme")).request(
+            execute: [DeliveryMbox(name: "m", targeting: MboxTargeting())],
+            visitor: VisitorSession.Snapshot(sessionId: "s", tntId: nil, edgeHost: nil, sessionAge: .zero),
+            timeOffsetInMinutes: 0
+        )
+        let body = try JSONReader.read(request.body)
+        #expect(body["environmentId"] == nil)
+        #expect(body["property"] == nil)
+        #expect(body["id"] == nil)
+        #expect(request.url.hasPrefix("https://acme.tt.omtrdc.net/rest/v1/delivery?"))
+    }
+
+    @Test func edgeHostReplacesOnlyTheHost() {
+        let codec = DeliveryCodec(
+            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:8088")
+        )
+        let url = codec.url(visitor: .init(sessionId: "s", tntId: nil, edgeHost: "localhost", sessionAge: .zero))
+        #expect(url.hasPrefix("http://localhost:8088/rest/v1/delivery?"))
+    }
+
+    @Test(arguments: [
+        (HTTPResponse(status: 503, body: []), "status"),
+        (HTTPResponse(status: 200, body: Array("garbage".utf8)), "unparseable"),
+        (HTTPResponse(status: 200, body: Array(#"{"status":400,"message":"bad"}"#.utf8)), "message"),
+    ])
+    func failuresNameTheirReason(_ response: HTTPResponse, _ reason: String) {
+        #expect(throws: DeliveryFailure.self) { try DeliveryResponse.decode(response) }
+        do {
+            _ = try DeliveryResponse.decode(response)
+        } catch {
+            #expect(error.reason == reason)
+        }
+    }
+}
+
+@Suite struct TargetServiceTests {
+    private func service(_ transport: ScriptedTransport) -> TargetService {
+        TargetService(
+            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
+            transport: transport,
+            stateDirectory: nil,
+            clock: ManualClock().clock,
+            logger: logger,
+            publish: { _, _ in }
+        )
+    }
+
+    @Test func loadServesCachedContentWithoutUpstreamCall() throws {
+        let transport = ScriptedTransport()
+        let target = service(transport)
+        target.cache.store(offer("logo", content: "<img>"))
+        guard
+            case .complete(let bytes) = target.loadFromCache(
+                LoadRequestsCommand(requests: [LoadRequest(name: "logo", defaultContent: "BlueWhale")])
+            )
+        else {
+            Issue.record("expected a complete answer")
+            return
+        }
+        #expect(try JSONReader.read(bytes) == ["contents": [["name": "logo", "content": "<img>", "source": "cache"]]])
+        #expect(transport.requests.isEmpty)
+        #expect(target.notifications.summary.pending == 1)
+    }
+
+    @Test func missesGoUpstreamInOneExecuteAndFailuresGiveDefaults() async throws {
+        let transport = ScriptedTransport()
+        transport.answer(
+            HTTPResponse(
+                status: 200,
+                body: Array(
+                    #"{"status":200,"execute":{"mboxes":[{"index":0,"name":"a","options":[{"type":"html","content":"A"}]},{"index":1,"name":"b"}]}}"#
+                        .utf8
+                )
+            )
+        )
+        let target = service(transport)
+        let command = LoadRequestsCommand(requests: [
+            LoadRequest(name: "a", defaultContent: "da"), LoadRequest(name: "b", defaultContent: "db"),
+        ])
+        guard case .needsNetwork(let pending) = target.loadFromCache(command) else {
+            Issue.record("expected misses")
+            return
+        }
+        let result = try JSONReader.read(await target.completeLoad(pending))
+        #expect(
+            result == [
+                "contents": [
+                    ["name": "a", "content": "A", "source": "network"],
+                    ["name": "b", "content": "db", "source": "default"],
+                ]
+            ]
+        )
+        #expect(transport.requests.count == 1)
+        #expect(target.counters.defaultsByReason == ["noContent": 1])
+    }
+}
