@@ -41,8 +41,9 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var notificationQueueCapacity = 10_000
         /// `context.userAgent` and the `User-Agent` header of Delivery API calls.
         public var userAgent = "Preflight/\(preflightVersion) (Linux; SetTopBox)"
-        /// `context.mobilePlatform.platformType` (`android` or `ios`); absent on plain Linux.
-        public var platformType: String?
+        /// `context.mobilePlatform.platformType`: `android` (default) or `ios`, the only values the
+        /// Delivery API accepts.
+        public var platformType = "android"
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
@@ -165,17 +166,7 @@ extension AgentConfiguration {
                 in: 100...1_000_000
             )
             try section.string("userAgent", into: &configuration.target.userAgent)
-            var platform = configuration.target.platformType ?? ""
-            try section.string("platformType", into: &platform)
-            if !platform.isEmpty {
-                guard ["android", "ios"].contains(platform) else {
-                    throw ConfigurationError(
-                        key: "target.platformType",
-                        message: "the Delivery API allows only android or ios; leave it out on plain Linux"
-                    )
-                }
-                configuration.target.platformType = platform
-            }
+            try section.oneOf("platformType", ["android", "ios"], into: &configuration.target.platformType)
         }
         try reader.section(root, "pass") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
             try section.url("serverURL", into: &configuration.pass.serverURL)

@@ -106,11 +106,10 @@ public struct DeliveryCodec: Sendable {
             "userAgent": .string(device.userAgent),
             "timeOffsetInMinutes": .integer(Int64(timeOffsetInMinutes)),
         ]
-        if let platformType = device.platformType {
-            var platform: JSONObject = ["platformType": .string(platformType), "deviceType": "tablet"]
-            if let name = device.deviceName { platform["deviceName"] = .string(name) }
-            context["mobilePlatform"] = .object(platform)
-        }
+        context["mobilePlatform"] = [
+            "platformType": .string(device.platformType), "deviceType": "tablet",
+            "deviceName": .string(device.deviceName),
+        ]
         return context
     }
 

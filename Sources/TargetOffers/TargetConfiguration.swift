@@ -53,9 +53,10 @@ public struct TargetConfiguration: Sendable, Equatable {
 
 /// The box, as the Delivery API's `context` carries it.
 ///
-/// `mobilePlatform` is sent only when `platformType` is configured: the Delivery API's schema allows
-/// only `android` and `ios` there, and a Linux box is neither, so by default the agent describes itself
-/// through `application`, `screen` and `userAgent` alone.
+/// The Delivery API asks for `mobilePlatform` on the mobile channel, but its schema allows only
+/// `android` and `ios` as `platformType` and `phone` or `tablet` as `deviceType`. A TV box is none of
+/// these; the agent sends `android`/`tablet` by default (what Target's own SDK reports on Android-based
+/// TV boxes, so audience rules written for them apply) and lets configuration say `ios`.
 public struct DeviceDescription: Sendable, Equatable {
     public var userAgent: String
     public var applicationId: String
@@ -63,9 +64,9 @@ public struct DeviceDescription: Sendable, Equatable {
     public var applicationVersion: String
     public var screenWidth: Int
     public var screenHeight: Int
-    /// `android` or `ios` when the box runs one of them; nil on plain Linux.
-    public var platformType: String?
-    public var deviceName: String?
+    /// `android` (default) or `ios`: the only values the Delivery API accepts.
+    public var platformType: String
+    public var deviceName: String
 
     public init(
         userAgent: String = "Preflight/0.1.0 (Linux; SetTopBox)",
@@ -74,8 +75,8 @@ public struct DeviceDescription: Sendable, Equatable {
         applicationVersion: String = "0.1.0",
         screenWidth: Int = 1920,
         screenHeight: Int = 1080,
-        platformType: String? = nil,
-        deviceName: String? = nil
+        platformType: String = "android",
+        deviceName: String = "SetTopBox"
     ) {
         self.userAgent = userAgent
         self.applicationId = applicationId

@@ -58,6 +58,93 @@ def request(endpoint, cmd, args=None, req_id="1", timeout_ms=5000):
         socket.close()
 
 
+def start_agent(folder, target=None, pass_=None):
+    """Starts preflightd with its sockets and state under `folder`; returns once it answers."""
+    config = {
+        "agent": {
+            "appEndpoint": f"ipc://{folder}/run/app.sock",
+            "adminEndpoint": f"ipc://{folder}/run/admin.sock",
+            "eventsEndpoint": f"ipc://{folder}/run/events.sock",
+            "stateDirectory": f"{folder}/state",
+        },
+        "target": {"clientCode": "acme", "serverURL": "http://127.0.0.1:9", **(target or {})},
+        "pass": {"serverURL": "http://127.0.0.1:9", **(pass_ or {})},
+    }
+    config_path = os.path.join(folder, "preflight.json")
+    with open(config_path, "w") as handle:
+        json.dump(config, handle)
+    log = open(os.path.join(folder, "preflightd.log"), "a")
+    process = subprocess.Popen([os.path.join(bin_dir(), "preflightd"), "--config", config_path], stderr=log, stdout=log)
+    log.close()
+    handle = Agent(folder, process, config_path)
+
+    def answers():
+        if process.poll() is not None:
+            raise AssertionError(f"preflightd exited with {process.returncode}: {read_log(folder)}")
+        if not os.path.exists(f"{folder}/run/admin.sock"):
+            return False
+        try:
+            return request(handle.admin, "ping", timeout_ms=500)["ok"]
+        except zmq.error.Again:
+            return False
+
+    wait_until("preflightd to answer", answers)
+    return handle
+
+
+def stop_agent(handle, sig=signal.SIGTERM):
+    if handle.process.poll() is None:
+        handle.process.send_signal(sig)
+        try:
+            handle.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            handle.process.kill()
+            handle.process.wait()
+    return handle.process.returncode
+
+
+def read_log(folder):
+    try:
+        with open(os.path.join(folder, "preflightd.log")) as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+class Simulator:
+    """preflight-sim on an ephemeral loopback port, with helpers for its control API."""
+
+    def __init__(self, folder):
+        port_file = os.path.join(folder, "sim.port")
+        self.log = open(os.path.join(folder, "sim.log"), "w")
+        self.process = subprocess.Popen(
+            [os.path.join(REPO, "tools", "preflight-sim"), "--port", "0", "--port-file", port_file, "--quiet"],
+            stderr=self.log,
+            stdout=self.log,
+        )
+        wait_until("preflight-sim to listen", lambda: os.path.exists(port_file) and open(port_file).read().strip())
+        self.url = f"http://127.0.0.1:{open(port_file).read().strip()}"
+        # Target's edgeHost must resolve here: with serverURL set, the agent keeps scheme and port.
+        self.call("PUT", "/_sim/target/edgeHost", {"edgeHost": "127.0.0.1"})
+
+    def call(self, method, path, body=None):
+        import requests
+
+        response = requests.request(method, self.url + path, json=body, timeout=10)
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+    def requests(self, operation=None):
+        entries = self.call("GET", "/_sim/requests")["requests"]
+        return [entry for entry in entries if operation is None or entry.get("operation") == operation]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=20)
+        self.log.close()
+
+
 @pytest.fixture
 def agent():
     folder = tempfile.mkdtemp(prefix="pf-py-", dir="/tmp")
