@@ -139,32 +139,36 @@ import ZeroMQ
         }
     }
 
-    @Test func publishesAgentReadyAndStopping() throws {
+    @Test func publishesEventsAndAgentStoppingToSubscribers() throws {
         let agent = try AgentProcess()
         let context = try ZeroMQContext()
         let subscriber = try context.makeSocket(.sub)
         defer { subscriber.close() }
         try subscriber.setOption(.subscribe([]))
         try subscriber.connect(agent.eventsEndpoint)
-        // Wait for the subscription to reach the agent: count published events until ours arrive.
-        // agent.ready went out before we connected (PUB does not replay), so check agent.stopping.
-        try waitUntil("the subscription to be connected") {
-            let status = try RawClient(endpoint: agent.adminEndpoint, type: .req).call("status")
-            return status.result != nil
-        }
-        kill(agent.process.processIdentifier, SIGTERM)
+        let app = try RawClient(endpoint: agent.appEndpoint, type: .req)
         var topics: [String] = []
-        try waitUntil("agent.stopping") {
+        func receive() throws {
             var items = [PollItem(socket: subscriber, events: .readable)]
             if try poll(&items, timeout: .milliseconds(100)) > 0 {
                 let frames = try subscriber.receive()
+                #expect(frames.count == 2)
                 topics.append(String(decoding: frames[0], as: UTF8.self))
                 let body = try JSONReader.read(frames[1])
                 #expect(body["topic"]?.stringValue == topics.last)
             }
-            return topics.contains("agent.stopping") || !agent.process.isRunning && topics.isEmpty == false
         }
-        #expect(topics.contains("agent.stopping"))
+        // PUB drops what is published before a subscription arrives: provoke events until one is seen.
+        try waitUntil("the subscription to carry an event") {
+            _ = try app.call("clearPrefetchCache")
+            try receive()
+            return topics.contains("offers.cleared")
+        }
+        kill(agent.process.processIdentifier, SIGTERM)
+        try waitUntil("agent.stopping") {
+            try receive()
+            return topics.contains("agent.stopping")
+        }
     }
 }
 
