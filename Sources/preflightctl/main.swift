@@ -156,7 +156,32 @@ struct Status: ParsableCommand {
             rows.append(("Endpoint \(role)", result["endpoints"]?[role]?.stringValue ?? "?"))
         }
         for upstream in ["target", "pass"] {
-            rows.append(("Upstream \(upstream)", result["upstreams"]?[upstream]?["url"]?.stringValue ?? "?"))
+            rows.append(("Upstream \(upstream)", upstreamHealth(result["upstreams"]?[upstream])))
+        }
+        if let target = result["target"] {
+            let cache = target["cache"]
+            rows.append(
+                (
+                    "Offers cached",
+                    "\(number(cache?["entries"])) entries, \(bytes(cache?["bytes"])) of \(bytes(cache?["budgetBytes"])), "
+                        + "\(number(cache?["hits"])) hits, \(number(cache?["misses"])) misses, \(number(cache?["evictions"])) evicted"
+                )
+            )
+            let visitor = target["visitor"]
+            rows.append(
+                (
+                    "Target visitor",
+                    "tntId \(visitor?["tntId"]?.stringValue ?? "-"), edge \(visitor?["edgeHost"]?.stringValue ?? "-"), "
+                        + "session \(visitor?["sessionAgeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "-") old"
+                )
+            )
+            let queue = target["notifications"]
+            var notifications = "\(number(queue?["queued"])) queued, \(number(queue?["sent"])) sent"
+            if let oldest = queue?["oldestTimestampMs"]?.doubleValue {
+                notifications += ", oldest \(age(sinceEpochMs: oldest))"
+            }
+            if let error = queue?["lastError"]?.stringValue { notifications += ", last error: \(error)" }
+            rows.append(("Notifications", notifications))
         }
         if let ipc = result["ipc"]?.objectValue {
             rows.append(("Requests", ipc["requests"].map(displayValue) ?? "0"))
@@ -164,6 +189,41 @@ struct Status: ParsableCommand {
         }
         printTable(rows)
     }
+}
+
+/// "https://acme.tt.omtrdc.net  ok 3m ago" or "... last error timeout 12s ago: detail".
+func upstreamHealth(_ health: JSONValue?) -> String {
+    var text = health?["url"]?.stringValue ?? "?"
+    let success = health?["lastSuccessAtMs"]?.doubleValue
+    let failure = health?["lastErrorAtMs"]?.doubleValue
+    switch (success, failure) {
+    case (nil, nil):
+        text += "  (no calls yet)"
+    case (let success?, let failure) where failure == nil || success >= failure!:
+        text += "  ok, last success \(age(sinceEpochMs: success))"
+    default:
+        let code = health?["lastErrorCode"]?.stringValue ?? "error"
+        text += "  FAILING: \(code) \(age(sinceEpochMs: failure ?? 0))"
+        if let detail = health?["lastError"]?.stringValue { text += " (\(detail))" }
+    }
+    return text
+}
+
+func age(sinceEpochMs epochMs: Double) -> String {
+    let now = Date().timeIntervalSince1970 * 1000
+    return formatDuration(milliseconds: max(0, now - epochMs)) + " ago"
+}
+
+func number(_ value: JSONValue?) -> String {
+    value.map(displayValue) ?? "0"
+}
+
+/// "12.5 KiB", "32 MiB".
+func bytes(_ value: JSONValue?) -> String {
+    let count = value?.doubleValue ?? 0
+    if count < 1024 { return "\(Int(count)) B" }
+    if count < 1_048_576 { return String(format: "%.1f KiB", count / 1024) }
+    return String(format: "%.1f MiB", count / 1_048_576)
 }
 
 func printJSON(_ value: JSONValue) {
