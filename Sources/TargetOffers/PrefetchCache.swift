@@ -60,16 +60,47 @@ public struct CachedOffer: Sendable {
 /// The prefetch cache: keyed by mbox name, shared by every app, bounded by a byte budget with the
 /// least recently used entries evicted first. Never written to disk.
 ///
-/// Guarded by a `Mutex` so the I/O thread reads it without a hop.
+/// Guarded by a `Mutex` so the I/O thread reads it without a hop. Recency is an intrusive doubly
+/// linked list threaded through the dictionary's values by name, so a hit, a store and an eviction
+/// each cost O(1) dictionary operations whatever the number of entries.
 public final class PrefetchCache: Sendable {
+    private struct Node: Sendable {
+        var offer: CachedOffer
+        var older: String?
+        var newer: String?
+    }
+
     private struct State: Sendable {
-        var entries: [String: CachedOffer] = [:]
-        /// Recency order, least recent first. Linear removal is fine at the sizes a box holds
-        /// (a budget of 32 MiB of 1 KiB offers is ~15,000 names); see docs/BENCHMARKS.md.
-        var recency: [String] = []
+        var nodes: [String: Node] = [:]
+        var oldest: String?
+        var newest: String?
         var bytes = 0
         var budget: Int
         var evictions = 0
+
+        mutating func unlink(_ name: String) {
+            guard let node = nodes[name] else { return }
+            if let older = node.older { nodes[older]?.newer = node.newer } else { oldest = node.newer }
+            if let newer = node.newer { nodes[newer]?.older = node.older } else { newest = node.older }
+            nodes[name]?.older = nil
+            nodes[name]?.newer = nil
+        }
+
+        mutating func linkAsNewest(_ name: String) {
+            nodes[name]?.older = newest
+            nodes[name]?.newer = nil
+            if let newest { nodes[newest]?.newer = name }
+            newest = name
+            if oldest == nil { oldest = name }
+        }
+
+        mutating func remove(_ name: String) -> CachedOffer? {
+            guard nodes[name] != nil else { return nil }
+            unlink(name)
+            guard let node = nodes.removeValue(forKey: name) else { return nil }
+            bytes -= node.offer.bytes
+            return node.offer
+        }
     }
 
     private let state: Mutex<State>
@@ -83,12 +114,9 @@ public final class PrefetchCache: Sendable {
     @discardableResult
     public func store(_ offer: CachedOffer) -> Int {
         state.withLock { state in
-            if let old = state.entries[offer.name] {
-                state.bytes -= old.bytes
-                state.recency.removeAll { $0 == offer.name }
-            }
-            state.entries[offer.name] = offer
-            state.recency.append(offer.name)
+            _ = state.remove(offer.name)
+            state.nodes[offer.name] = Node(offer: offer)
+            state.linkAsNewest(offer.name)
             state.bytes += offer.bytes
             return Self.evict(&state)
         }
@@ -97,35 +125,32 @@ public final class PrefetchCache: Sendable {
     /// The entry for `name`, counted as a hit and made most recent.
     public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
         state.withLock { state in
-            guard var entry = state.entries[name] else { return nil }
-            entry.hits += 1
-            entry.lastHitAt = now
-            state.entries[name] = entry
-            if state.recency.last != name {
-                state.recency.removeAll { $0 == name }
-                state.recency.append(name)
+            guard state.nodes[name] != nil else { return nil }
+            state.nodes[name]?.offer.hits += 1
+            state.nodes[name]?.offer.lastHitAt = now
+            if state.newest != name {
+                state.unlink(name)
+                state.linkAsNewest(name)
             }
-            return entry
+            return state.nodes[name]?.offer
         }
     }
 
     /// The entry without counting a hit (for admin views).
     public func peek(_ name: String) -> CachedOffer? {
-        state.withLock { $0.entries[name] }
+        state.withLock { $0.nodes[name]?.offer }
     }
 
     /// Removes every entry, or the one named; returns how many were removed.
     public func clear(name: String? = nil) -> Int {
         state.withLock { state in
             if let name {
-                guard let old = state.entries.removeValue(forKey: name) else { return 0 }
-                state.bytes -= old.bytes
-                state.recency.removeAll { $0 == name }
-                return 1
+                return state.remove(name) == nil ? 0 : 1
             }
-            let count = state.entries.count
-            state.entries = [:]
-            state.recency = []
+            let count = state.nodes.count
+            state.nodes = [:]
+            state.oldest = nil
+            state.newest = nil
             state.bytes = 0
             return count
         }
@@ -146,24 +171,27 @@ public final class PrefetchCache: Sendable {
     }
 
     public var summary: Summary {
-        state.withLock {
-            Summary(entries: $0.entries.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions)
-        }
+        state.withLock { Summary(entries: $0.nodes.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions) }
     }
 
     /// Entries, most recently used first.
     public var entries: [CachedOffer] {
-        state.withLock { state in state.recency.reversed().compactMap { state.entries[$0] } }
+        state.withLock { state in
+            var result: [CachedOffer] = []
+            result.reserveCapacity(state.nodes.count)
+            var cursor = state.newest
+            while let name = cursor, let node = state.nodes[name] {
+                result.append(node.offer)
+                cursor = node.older
+            }
+            return result
+        }
     }
 
     private static func evict(_ state: inout State) -> Int {
         var evicted = 0
-        while state.bytes > state.budget, !state.recency.isEmpty {
-            let name = state.recency.removeFirst()
-            if let old = state.entries.removeValue(forKey: name) {
-                state.bytes -= old.bytes
-                evicted += 1
-            }
+        while state.bytes > state.budget, let oldest = state.oldest {
+            if state.remove(oldest) != nil { evicted += 1 }
         }
         state.evictions += evicted
         return evicted

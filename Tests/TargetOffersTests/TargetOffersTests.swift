@@ -365,3 +365,30 @@ private let logger = Logger(label: "test")
         #expect(target.counters.defaultsByReason == ["noContent": 1])
     }
 }
+
+@Suite struct PrefetchCacheOrderTests {
+    @Test func entriesListMostRecentFirstAndEvictionFollowsRecency() {
+        let cache = PrefetchCache(budgetBytes: 1 << 30)
+        for name in ["a", "b", "c", "d"] { cache.store(offer(name)) }
+        _ = cache.hit("b", now: .now)
+        cache.store(offer("a"))  // replacing makes it newest
+        #expect(cache.entries.map(\.name) == ["a", "b", "d", "c"])
+        cache.setBudget(cache.summary.bytes - 1)
+        #expect(cache.entries.map(\.name) == ["a", "b", "d"])
+        #expect(cache.clear(name: "b") == 1)
+        #expect(cache.entries.map(\.name) == ["a", "d"])
+        cache.setBudget(0)
+        #expect(cache.entries.isEmpty)
+        #expect(cache.summary.bytes == 0)
+        #expect(cache.summary.evictions == 3)
+    }
+
+    @Test func hitsAreCounted() {
+        let cache = PrefetchCache(budgetBytes: 1 << 20)
+        cache.store(offer("a"))
+        _ = cache.hit("a", now: .now)
+        _ = cache.hit("a", now: .now)
+        #expect(cache.peek("a")?.hits == 2)
+        #expect(cache.hit("missing", now: .now) == nil)
+    }
+}
