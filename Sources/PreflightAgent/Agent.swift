@@ -42,7 +42,12 @@ public final class Agent: Service {
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )
-        let dispatcher = CommandDispatcher(runtime: runtime, target: target, logger: logger)
+        let dispatcher = CommandDispatcher(
+            runtime: runtime,
+            target: target,
+            statistics: CommandStatistics(),
+            logger: logger
+        )
         let server = try IPCServer(
             endpoints: IPCServer.Endpoints(
                 app: configuration.agent.appEndpoint,

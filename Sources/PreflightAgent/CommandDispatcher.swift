@@ -48,164 +48,120 @@ public final class AgentRuntime: Sendable {
 /// Decodes every request, enforces which endpoint may send which command, and routes it.
 ///
 /// Runs on the I/O thread: everything here is cheap, and anything that would wait on the network is
-/// handed to a task that replies through the `Responder`.
+/// handed to a task that replies through the `Responder`. Every reply is timed into `statistics`.
 public struct CommandDispatcher: RequestHandler {
     let runtime: AgentRuntime
     let target: TargetService
+    let statistics: CommandStatistics
     let logger: Logger
 
-    public init(runtime: AgentRuntime, target: TargetService, logger: Logger) {
+    public init(runtime: AgentRuntime, target: TargetService, statistics: CommandStatistics, logger: Logger) {
         self.runtime = runtime
         self.target = target
+        self.statistics = statistics
         self.logger = logger
     }
 
     public func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]? {
+        let started = ContinuousClock.now
         let configuration = runtime.configuration
         let request: Request
         switch Request.decode(body, maxBodyBytes: configuration.agent.maxBodyBytes) {
         case .success(let decoded):
             request = decoded
         case .failure(let failure):
+            statistics.record("(unreadable)", since: started, errorCode: failure.error.code.rawValue)
             return Reply.failure(id: failure.id, error: failure.error)
         }
+        let outcome: Outcome
+        do {
+            outcome = try route(request, role: role, configuration: configuration)
+        } catch {
+            outcome = .failure(error)
+        }
+        // Unknown command names are counted together: an app must not grow this table without bound.
+        let name =
+            CommandName.app.contains(request.command) || CommandName.admin.contains(request.command)
+            ? request.command : "(unknown)"
+        switch outcome {
+        case .success(let result):
+            statistics.record(name, since: started, errorCode: nil)
+            return Reply.success(id: request.id, result: result)
+        case .encoded(let result):
+            statistics.record(name, since: started, errorCode: nil)
+            return Reply.success(id: request.id, encodedResult: result)
+        case .failure(let error):
+            statistics.record(name, since: started, errorCode: error.code.rawValue)
+            return Reply.failure(id: request.id, error: error)
+        case .later(let work):
+            let statistics = self.statistics
+            Task {
+                let reply: [UInt8]
+                switch await work() {
+                case .success(let result):
+                    statistics.record(name, since: started, errorCode: nil)
+                    reply = Reply.success(id: request.id, result: result)
+                case .encoded(let result):
+                    statistics.record(name, since: started, errorCode: nil)
+                    reply = Reply.success(id: request.id, encodedResult: result)
+                case .failure(let error):
+                    statistics.record(name, since: started, errorCode: error.code.rawValue)
+                    reply = Reply.failure(id: request.id, error: error)
+                }
+                responder.respond(reply)
+            }
+            return nil
+        }
+    }
+
+    /// What a command produced: a result now, or work whose result comes later.
+    enum Outcome: Sendable {
+        case success(JSONValue)
+        /// A result already encoded as JSON (the cached-load fast path).
+        case encoded([UInt8])
+        case failure(ProtocolError)
+        case later(@Sendable () async -> Immediate)
+    }
+
+    /// The result of deferred work.
+    enum Immediate: Sendable {
+        case success(JSONValue)
+        case encoded([UInt8])
+        case failure(ProtocolError)
+    }
+
+    private func route(
+        _ request: Request,
+        role: EndpointRole,
+        configuration: AgentConfiguration
+    ) throws(ProtocolError)
+        -> Outcome
+    {
         if CommandName.admin.contains(request.command) {
             guard role == .admin else {
-                return Reply.failure(
-                    id: request.id,
-                    error: .notPermitted("\(request.command) is an admin command; use the admin endpoint")
-                )
+                throw .notPermitted("\(request.command) is an admin command; use the admin endpoint")
             }
-            return handleAdmin(request)
+            return try handleAdmin(request, arguments: ArgumentReader(request.args ?? JSONObject()))
         }
-        do {
-            switch try AppCommand.decode(request, limits: configuration.commandLimits) {
-            case .ping?:
-                return Reply.success(
-                    id: request.id,
-                    result: ["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)]
-                )
-            case .prefetch(let command)?:
+        switch try AppCommand.decode(request, limits: configuration.commandLimits) {
+        case .ping?:
+            return .success(["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)])
+        case .prefetch(let command)?:
+            let target = self.target
+            return .later { .success(await target.prefetch(command)) }
+        case .loadRequests(let command)?:
+            switch target.loadFromCache(command) {
+            case .complete(let result):
+                return .encoded(result)
+            case .needsNetwork(let pending):
                 let target = self.target
-                Task {
-                    let result = await target.prefetch(command)
-                    responder.respond(Reply.success(id: request.id, result: result))
-                }
-                return nil
-            case .loadRequests(let command)?:
-                switch target.loadFromCache(command) {
-                case .complete(let result):
-                    return Reply.success(id: request.id, encodedResult: result)
-                case .needsNetwork(let pending):
-                    let target = self.target
-                    Task {
-                        let result = await target.completeLoad(pending)
-                        responder.respond(Reply.success(id: request.id, encodedResult: result))
-                    }
-                    return nil
-                }
-            case .clearPrefetchCache?:
-                return Reply.success(id: request.id, result: ["cleared": .integer(Int64(target.clearCache()))])
-            case nil, .preauthorize?:
-                // preauthorize is decoded and validated already; the Adobe Pass service plugs in here.
-                return Reply.failure(id: request.id, error: .unknownCommand(request.command))
+                return .later { .encoded(await target.completeLoad(pending)) }
             }
-        } catch {
-            return Reply.failure(id: request.id, error: error)
+        case .clearPrefetchCache?:
+            return .success(["cleared": .integer(Int64(target.clearCache()))])
+        case nil, .preauthorize?:
+            // preauthorize is decoded and validated already; the Adobe Pass service plugs in here.
+            throw .unknownCommand(request.command)
         }
-    }
-
-    private func handleAdmin(_ request: Request) -> [UInt8] {
-        switch request.command {
-        case CommandName.status:
-            return Reply.success(id: request.id, result: statusResult())
-        default:
-            return Reply.failure(id: request.id, error: .unknownCommand(request.command))
-        }
-    }
-
-    private func statusResult() -> JSONValue {
-        let configuration = runtime.configuration
-        let counters = runtime.server?.counters ?? IPCCounters()
-        return [
-            "version": .string(preflightVersion),
-            "pid": .integer(Int64(ProcessInfo.processInfo.processIdentifier)),
-            "uptimeMs": .integer(runtime.uptimeMs),
-            "startedAt": .string(ISO8601DateFormatter().string(from: runtime.startedAtWallClock)),
-            "configFile": runtime.configurationPath.map { .string($0) } ?? .null,
-            "endpoints": [
-                "app": .string(configuration.agent.appEndpoint),
-                "admin": .string(configuration.agent.adminEndpoint),
-                "events": .string(configuration.agent.eventsEndpoint),
-            ],
-            "ipc": [
-                "requests": .integer(Int64(counters.requests)),
-                "replies": .integer(Int64(counters.replies)),
-                "inFlight": .integer(Int64(counters.inFlight)),
-                "repliesToVanishedPeers": .integer(Int64(counters.repliesToVanishedPeers)),
-                "repliesDroppedAtHighWaterMark": .integer(Int64(counters.repliesDroppedAtHighWaterMark)),
-                "malformedFrames": .integer(Int64(counters.malformedFrames)),
-                "eventsPublished": .integer(Int64(counters.eventsPublished)),
-            ],
-            "upstreams": [
-                "target": targetHealth(configuration),
-                "pass": ["url": .string(configuration.pass.effectiveServerURL)],
-            ],
-            "target": targetStatus(),
-        ]
-    }
-
-    private func targetHealth(_ configuration: AgentConfiguration) -> JSONValue {
-        let counters = target.counters
-        var health: JSONObject = [
-            "url": .string(configuration.target.effectiveServerURL),
-            "calls": .integer(Int64(counters.upstreamCalls)),
-            "errors": .integer(Int64(counters.upstreamErrors)),
-        ]
-        health["lastSuccessAtMs"] = counters.lastSuccessAtMs.map { .integer($0) } ?? .null
-        health["lastErrorAtMs"] = counters.lastErrorAtMs.map { .integer($0) } ?? .null
-        health["lastErrorCode"] = counters.lastErrorCode.map { .string($0) } ?? .null
-        health["lastError"] = counters.lastError.map { .string($0) } ?? .null
-        return .object(health)
-    }
-
-    private func targetStatus() -> JSONValue {
-        let cache = target.cache.summary
-        let visitor = target.visitor.current
-        let queue = target.notifications.summary
-        let counters = target.counters
-        return [
-            "cache": [
-                "entries": .integer(Int64(cache.entries)), "bytes": .integer(Int64(cache.bytes)),
-                "budgetBytes": .integer(Int64(cache.budget)), "evictions": .integer(Int64(cache.evictions)),
-                "hits": .integer(Int64(counters.hits)), "misses": .integer(Int64(counters.misses)),
-            ],
-            "visitor": [
-                "sessionAgeMs": .integer(visitor.sessionAge.components.seconds * 1000),
-                "tntId": visitor.tntId.map { .string($0) } ?? .null,
-                "edgeHost": visitor.edgeHost.map { .string($0) } ?? .null,
-            ],
-            "notifications": [
-                "queued": .integer(Int64(queue.pending + queue.inFlight)),
-                "inFlight": .integer(Int64(queue.inFlight)),
-                "oldestTimestampMs": queue.oldestTimestampMs.map { .integer($0) } ?? .null,
-                "sent": .integer(Int64(queue.counters.sent)),
-                "failedAttempts": .integer(Int64(queue.counters.failedAttempts)),
-                "droppedOverflow": .integer(Int64(queue.counters.droppedOverflow)),
-                "replayedFromJournal": .integer(Int64(queue.counters.replayed)),
-                "lastError": queue.counters.lastError.map { .string($0) } ?? .null,
-            ],
-            "loads": [
-                "network": .integer(Int64(counters.networkLoads)),
-                "defaultsByReason": .object(
-                    JSONObject(
-                        counters.defaultsByReason.sorted { $0.key < $1.key }.map {
-                            (key: $0.key, value: .integer(Int64($0.value)))
-                        }
-                    )
-                ),
-                "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
-            ],
-        ]
     }
 }

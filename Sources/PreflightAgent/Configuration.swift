@@ -338,6 +338,48 @@ struct ConfigurationReader {
     }
 }
 
+extension AgentConfiguration {
+    /// The effective configuration as JSON, secrets replaced by a note of their length.
+    public var redactedJSON: JSONValue {
+        [
+            "agent": [
+                "appEndpoint": .string(agent.appEndpoint),
+                "adminEndpoint": .string(agent.adminEndpoint),
+                "eventsEndpoint": .string(agent.eventsEndpoint),
+                "stateDirectory": .string(agent.stateDirectory),
+                "maxBodyBytes": .integer(Int64(agent.maxBodyBytes)),
+                "maxMboxesPerCommand": .integer(Int64(agent.maxMboxesPerCommand)),
+                "maxResourcesPerCommand": .integer(Int64(agent.maxResourcesPerCommand)),
+                "logLevel": .string(agent.logLevel),
+            ],
+            "target": [
+                "clientCode": .string(target.clientCode),
+                "serverURL": .string(target.effectiveServerURL),
+                "environmentId": .integer(target.environmentId),
+                "propertyToken": .string(target.propertyToken),
+                "timeout": .number(target.timeout),
+                "sessionTimeout": .number(target.sessionTimeout),
+                "cacheBudgetBytes": .integer(Int64(target.cacheBudgetBytes)),
+                "notificationBatchSize": .integer(Int64(target.notificationBatchSize)),
+                "notificationBatchAge": .number(target.notificationBatchAge),
+                "notificationQueueCapacity": .integer(Int64(target.notificationQueueCapacity)),
+                "userAgent": .string(target.userAgent),
+                "platformType": .string(target.platformType),
+            ],
+            "pass": [
+                "serverURL": .string(pass.effectiveServerURL),
+                "softwareStatement": .string(Self.redacted(pass.softwareStatement)),
+                "requestors": .array(pass.requestors.map { .string($0) }),
+            ],
+        ]
+    }
+
+    /// "(redacted, 412 characters)": enough to tell a set secret from an empty one, nothing more.
+    static func redacted(_ secret: String) -> String {
+        secret.isEmpty ? "(empty)" : "(redacted, \(secret.count) characters)"
+    }
+}
+
 extension AgentConfiguration.Target {
     /// The Target service's view of this section.
     public var serviceConfiguration: TargetConfiguration {

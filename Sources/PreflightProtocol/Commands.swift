@@ -92,11 +92,23 @@ public enum CommandName {
     public static let preauthorize = "preauthorize"
 
     public static let status = "status"
+    public static let stats = "stats"
+    public static let offersList = "offers.list"
+    public static let offersShow = "offers.show"
+    public static let offersClear = "offers.clear"
+    public static let notificationsStatus = "notifications.status"
+    public static let notificationsFlush = "notifications.flush"
+    public static let configShow = "config.show"
+    public static let authList = "auth.list"
+    public static let authClear = "auth.clear"
 
     /// Commands any app may send.
     public static let app: Set<String> = [ping, prefetch, loadRequests, clearPrefetchCache, preauthorize]
     /// Commands only the admin endpoint accepts (defined in docs/PROTOCOL.md).
-    public static let admin: Set<String> = [status]
+    public static let admin: Set<String> = [
+        status, stats, offersList, offersShow, offersClear, notificationsStatus, notificationsFlush, configShow,
+        authList, authClear,
+    ]
 }
 
 /// An app command with typed, validated arguments.

@@ -12,6 +12,9 @@ import uuid
 import pytest
 import zmq
 
+# A JWT-shaped secret the tests search every output for.
+TEST_SOFTWARE_STATEMENT = "eyJhbGciOiJub25lIn0.eyJ0ZXN0IjoicHJlZmxpZ2h0LXNlY3JldCJ9.c2VjcmV0LXNpZ25hdHVyZQ"
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

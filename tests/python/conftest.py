@@ -5,7 +5,13 @@ import tempfile
 
 import pytest
 
-from agent_harness import Simulator, agent, start_agent, stop_agent  # noqa: F401  (agent: re-exported fixture)
+from agent_harness import (  # noqa: F401  (agent: re-exported fixture)
+    TEST_SOFTWARE_STATEMENT,
+    Simulator,
+    agent,
+    start_agent,
+    stop_agent,
+)
 
 
 class TargetSetup:
@@ -20,7 +26,11 @@ def target_env():
     """preflight-sim plus a preflightd that uses it as Target, each with its own ports and folder."""
     folder = tempfile.mkdtemp(prefix="pf-tg-", dir="/tmp")
     sim = Simulator(folder)
-    agent = start_agent(folder, target={"serverURL": sim.url, "notificationBatchAge": 0.2, "timeout": 2})
+    agent = start_agent(
+        folder,
+        target={"serverURL": sim.url, "notificationBatchAge": 0.2, "timeout": 2},
+        pass_={"softwareStatement": TEST_SOFTWARE_STATEMENT},
+    )
     setup = TargetSetup(folder, sim, agent)
     yield setup
     stop_agent(setup.agent)

@@ -1,0 +1,207 @@
+import Foundation
+import PreflightProtocol
+import TargetOffers
+
+/// The admin commands (docs/PROTOCOL.md, "Admin commands"): what `preflightctl` shows and clears.
+/// Secrets never appear in any result.
+extension CommandDispatcher {
+    func handleAdmin(_ request: Request, arguments: ArgumentReader) throws(ProtocolError) -> Outcome {
+        switch request.command {
+        case CommandName.status:
+            return .success(statusResult())
+        case CommandName.stats:
+            let result = statsResult()
+            if try arguments.optionalBool("reset") == true {
+                statistics.reset()
+                target.resetCounters()
+            }
+            return .success(result)
+        case CommandName.offersList:
+            return .success(["offers": .array(target.cache.entries.map(offerSummary))])
+        case CommandName.offersShow:
+            let name = try arguments.requiredString("name")
+            guard let offer = target.cache.peek(name) else {
+                throw .invalidArgument("name", "no cached offer named \"\(name)\"; preflightctl offers list shows them")
+            }
+            var detail = offerSummary(offer).objectValue ?? JSONObject()
+            detail["content"] = .string(offer.content)
+            detail["state"] = offer.state.map { .string($0) } ?? .null
+            detail["options"] = .array(
+                offer.options.map {
+                    [
+                        "type": .string($0.type), "content": $0.content,
+                        "eventToken": $0.eventToken.map { .string($0) } ?? .null,
+                    ]
+                }
+            )
+            return .success(.object(detail))
+        case CommandName.offersClear:
+            return .success(["cleared": .integer(Int64(target.clearCache(name: try arguments.optionalString("name"))))])
+        case CommandName.notificationsStatus:
+            return .success(notificationsResult())
+        case CommandName.notificationsFlush:
+            let target = self.target
+            return .later {
+                let confirmed = await target.flushNotifications()
+                let summary = target.notifications.summary
+                return .success(
+                    [
+                        "confirmed": .integer(Int64(confirmed)),
+                        "queued": .integer(Int64(summary.pending + summary.inFlight)),
+                        "lastError": summary.counters.lastError.map { .string($0) } ?? .null,
+                    ]
+                )
+            }
+        case CommandName.configShow:
+            return .success(runtime.configuration.redactedJSON)
+        default:
+            throw .unknownCommand(request.command)
+        }
+    }
+
+    private func offerSummary(_ offer: CachedOffer) -> JSONValue {
+        [
+            "name": .string(offer.name),
+            "bytes": .integer(Int64(offer.bytes)),
+            "cachedAtMs": .integer(offer.cachedAtEpochMs),
+            "ageMs": .integer(milliseconds(ContinuousClock.now - offer.cachedAt)),
+            "hits": .integer(Int64(offer.hits)),
+            "tokens": .integer(Int64(offer.eventTokens.count)),
+            "options": .integer(Int64(offer.options.count)),
+        ]
+    }
+
+    private func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    func statusResult() -> JSONValue {
+        let configuration = runtime.configuration
+        let counters = runtime.server?.counters ?? IPCCounters()
+        return [
+            "version": .string(preflightVersion),
+            "pid": .integer(Int64(ProcessInfo.processInfo.processIdentifier)),
+            "uptimeMs": .integer(runtime.uptimeMs),
+            "startedAt": .string(ISO8601DateFormatter().string(from: runtime.startedAtWallClock)),
+            "configFile": runtime.configurationPath.map { .string($0) } ?? .null,
+            "endpoints": [
+                "app": .string(configuration.agent.appEndpoint),
+                "admin": .string(configuration.agent.adminEndpoint),
+                "events": .string(configuration.agent.eventsEndpoint),
+            ],
+            "ipc": [
+                "requests": .integer(Int64(counters.requests)),
+                "replies": .integer(Int64(counters.replies)),
+                "inFlight": .integer(Int64(counters.inFlight)),
+                "repliesToVanishedPeers": .integer(Int64(counters.repliesToVanishedPeers)),
+                "repliesDroppedAtHighWaterMark": .integer(Int64(counters.repliesDroppedAtHighWaterMark)),
+                "malformedFrames": .integer(Int64(counters.malformedFrames)),
+                "eventsPublished": .integer(Int64(counters.eventsPublished)),
+            ],
+            "upstreams": [
+                "target": targetHealth(configuration),
+                "pass": ["url": .string(configuration.pass.effectiveServerURL)],
+            ],
+            "target": [
+                "cache": cacheResult(),
+                "visitor": visitorResult(),
+                "notifications": notificationsResult(),
+                "loads": loadsResult(),
+            ],
+        ]
+    }
+
+    private func statsResult() -> JSONValue {
+        let counters = target.counters
+        var upstream = LatencyRing()
+        for sample in counters.upstreamLatenciesMs { upstream.record(milliseconds: sample) }
+        let lookups = counters.hits + counters.misses
+        return [
+            "commands": statistics.json,
+            "upstreams": [
+                "target": [
+                    "calls": .integer(Int64(counters.upstreamCalls)),
+                    "errors": .integer(Int64(counters.upstreamErrors)),
+                    "latency": upstream.json,
+                ]
+            ],
+            "offers": [
+                "hits": .integer(Int64(counters.hits)),
+                "misses": .integer(Int64(counters.misses)),
+                "hitRatio": lookups == 0 ? .null : .number(Double(counters.hits) / Double(lookups)),
+                "evictions": .integer(Int64(target.cache.summary.evictions)),
+                "networkLoads": .integer(Int64(counters.networkLoads)),
+                "defaultsByReason": defaultsByReason(counters),
+                "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
+                "prefetchedMboxes": .integer(Int64(counters.prefetchedMboxes)),
+            ],
+            "notifications": notificationsResult(),
+        ]
+    }
+
+    private func targetHealth(_ configuration: AgentConfiguration) -> JSONValue {
+        let counters = target.counters
+        return [
+            "url": .string(configuration.target.effectiveServerURL),
+            "calls": .integer(Int64(counters.upstreamCalls)),
+            "errors": .integer(Int64(counters.upstreamErrors)),
+            "lastSuccessAtMs": counters.lastSuccessAtMs.map { .integer($0) } ?? .null,
+            "lastErrorAtMs": counters.lastErrorAtMs.map { .integer($0) } ?? .null,
+            "lastErrorCode": counters.lastErrorCode.map { .string($0) } ?? .null,
+            "lastError": counters.lastError.map { .string($0) } ?? .null,
+        ]
+    }
+
+    private func cacheResult() -> JSONValue {
+        let cache = target.cache.summary
+        let counters = target.counters
+        return [
+            "entries": .integer(Int64(cache.entries)), "bytes": .integer(Int64(cache.bytes)),
+            "budgetBytes": .integer(Int64(cache.budget)), "evictions": .integer(Int64(cache.evictions)),
+            "hits": .integer(Int64(counters.hits)), "misses": .integer(Int64(counters.misses)),
+        ]
+    }
+
+    private func visitorResult() -> JSONValue {
+        let visitor = target.visitor.current
+        return [
+            "sessionAgeMs": .integer(milliseconds(visitor.sessionAge)),
+            "tntId": visitor.tntId.map { .string($0) } ?? .null,
+            "edgeHost": visitor.edgeHost.map { .string($0) } ?? .null,
+        ]
+    }
+
+    private func notificationsResult() -> JSONValue {
+        let queue = target.notifications.summary
+        return [
+            "queued": .integer(Int64(queue.pending + queue.inFlight)),
+            "inFlight": .integer(Int64(queue.inFlight)),
+            "oldestTimestampMs": queue.oldestTimestampMs.map { .integer($0) } ?? .null,
+            "sent": .integer(Int64(queue.counters.sent)),
+            "failedAttempts": .integer(Int64(queue.counters.failedAttempts)),
+            "droppedOverflow": .integer(Int64(queue.counters.droppedOverflow)),
+            "replayedFromJournal": .integer(Int64(queue.counters.replayed)),
+            "lastError": queue.counters.lastError.map { .string($0) } ?? .null,
+            "lastErrorAtMs": queue.counters.lastErrorAtMs.map { .integer($0) } ?? .null,
+        ]
+    }
+
+    private func loadsResult() -> JSONValue {
+        let counters = target.counters
+        return [
+            "network": .integer(Int64(counters.networkLoads)),
+            "defaultsByReason": defaultsByReason(counters),
+            "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
+        ]
+    }
+
+    private func defaultsByReason(_ counters: TargetCounters) -> JSONValue {
+        .object(
+            JSONObject(
+                counters.defaultsByReason.sorted { $0.key < $1.key }.map {
+                    (key: $0.key, value: .integer(Int64($0.value)))
+                }
+            )
+        )
+    }
+}

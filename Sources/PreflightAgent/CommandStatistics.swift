@@ -1,0 +1,90 @@
+import PreflightProtocol
+import Synchronization
+
+/// Latency samples of one kind of work, kept in a ring so memory stays bounded on a box that runs
+/// for months; percentiles are computed on demand from the most recent samples.
+public struct LatencyRing: Sendable {
+    public static let capacity = 2048
+    private var samples: [Double] = []
+    private var next = 0
+    public private(set) var count = 0
+
+    public init() {}
+
+    public mutating func record(milliseconds: Double) {
+        count += 1
+        if samples.count < Self.capacity {
+            samples.append(milliseconds)
+        } else {
+            samples[next] = milliseconds
+            next = (next + 1) % Self.capacity
+        }
+    }
+
+    /// Nearest-rank percentiles (0...100) of the samples held, or nil when there are none.
+    public func percentiles(_ ranks: [Double]) -> [Double]? {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.sorted()
+        return ranks.map { rank in
+            let index = Int((rank / 100 * Double(sorted.count)).rounded(.up)) - 1
+            return sorted[min(max(index, 0), sorted.count - 1)]
+        }
+    }
+
+    /// `{"count": n, "p50Ms": …, "p90Ms": …, "p99Ms": …}`.
+    public var json: JSONValue {
+        var object: JSONObject = ["count": .integer(Int64(count))]
+        if let values = percentiles([50, 90, 99]) {
+            object["p50Ms"] = .number((values[0] * 1000).rounded() / 1000)
+            object["p90Ms"] = .number((values[1] * 1000).rounded() / 1000)
+            object["p99Ms"] = .number((values[2] * 1000).rounded() / 1000)
+        }
+        return .object(object)
+    }
+}
+
+/// Per-command counters and latency of IPC requests, from receipt to reply, for `stats`.
+public final class CommandStatistics: Sendable {
+    private struct Entry: Sendable {
+        var latency = LatencyRing()
+        var errors: [String: Int] = [:]
+    }
+
+    private let entries = Mutex([String: Entry]())
+
+    public init() {}
+
+    /// Records one reply; `errorCode` is nil for a success.
+    public func record(_ command: String, since started: ContinuousClock.Instant, errorCode: String?) {
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        entries.withLock { entries in
+            entries[command, default: Entry()].latency.record(milliseconds: milliseconds)
+            if let errorCode { entries[command, default: Entry()].errors[errorCode, default: 0] += 1 }
+        }
+    }
+
+    public func reset() {
+        entries.withLock { $0 = [:] }
+    }
+
+    /// `{"ping": {"count": …, "p50Ms": …, "errors": {"invalid_argument": 1}}, …}` sorted by command.
+    public var json: JSONValue {
+        let snapshot = entries.withLock { $0 }
+        return .object(
+            JSONObject(
+                snapshot.sorted { $0.key < $1.key }.map { command, entry in
+                    var object = entry.latency.json.objectValue ?? JSONObject()
+                    object["errors"] = .object(
+                        JSONObject(
+                            entry.errors.sorted { $0.key < $1.key }.map {
+                                (key: $0.key, value: .integer(Int64($0.value)))
+                            }
+                        )
+                    )
+                    return (key: command, value: .object(object))
+                }
+            )
+        )
+    }
+}
