@@ -2,6 +2,7 @@ import Logging
 import PreflightProtocol
 import ServiceLifecycle
 import TargetOffers
+import UnixSignals
 import UpstreamHTTPClient
 
 /// The running agent: its sockets are bound before it is handed to a `ServiceGroup`, so that start-up
@@ -52,7 +53,9 @@ public final class Agent: Service {
             endpoints: IPCServer.Endpoints(
                 app: configuration.agent.appEndpoint,
                 admin: configuration.agent.adminEndpoint,
-                events: configuration.agent.eventsEndpoint
+                events: configuration.agent.eventsEndpoint,
+                appGroup: configuration.agent.appSocketGroup,
+                adminGroup: configuration.agent.adminSocketGroup
             ),
             handler: dispatcher,
             maxBodyBytes: configuration.agent.maxBodyBytes,
@@ -72,6 +75,12 @@ public final class Agent: Service {
     /// work reply, and removes the socket files.
     public func run() async throws {
         let notifier = Task { await target.run() }
+        let reloader = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+                reload()
+            }
+        }
+        defer { reloader.cancel() }
         runtime.publish("agent.ready", ["version": .string(preflightVersion)])
         logger.info("ready", metadata: ["version": "\(preflightVersion)"])
         try? await gracefulShutdown()
@@ -97,5 +106,51 @@ public final class Agent: Service {
         await notifier.value
         await transport.shutdown()
         logger.info("stopped")
+    }
+
+    /// Re-reads the configuration file (SIGHUP). Upstream settings, limits, requestors and timeouts
+    /// apply at once; the cache, the session and the queue are kept. Endpoint and state-directory
+    /// changes need a restart and are refused with a log line; a broken file keeps the running
+    /// configuration. Returns whether a new configuration was applied.
+    @discardableResult
+    public func reload() -> Bool {
+        guard let path = runtime.configurationPath else { return false }
+        let loaded: LoadedConfiguration
+        do {
+            loaded = try AgentConfiguration.load(path: path)
+        } catch {
+            logger.error(
+                "reload refused; the running configuration is kept",
+                metadata: ["file": "\(path)", "error": "\(error)"]
+            )
+            runtime.publish("agent.reloaded", ["applied": false, "error": .string(error.description)])
+            return false
+        }
+        for warning in loaded.warnings {
+            logger.warning("configuration: \(warning)", metadata: ["file": "\(path)"])
+        }
+        let running = runtime.configuration
+        var next = loaded.configuration
+        let fixed: [(String, String, String)] = [
+            ("agent.appEndpoint", running.agent.appEndpoint, next.agent.appEndpoint),
+            ("agent.adminEndpoint", running.agent.adminEndpoint, next.agent.adminEndpoint),
+            ("agent.eventsEndpoint", running.agent.eventsEndpoint, next.agent.eventsEndpoint),
+            ("agent.stateDirectory", running.agent.stateDirectory, next.agent.stateDirectory),
+        ]
+        for (key, old, new) in fixed where old != new {
+            logger.warning(
+                "\(key) changed; that needs a restart (systemctl restart preflightd), keeping \(old)",
+                metadata: ["requested": "\(new)"]
+            )
+        }
+        next.agent.appEndpoint = running.agent.appEndpoint
+        next.agent.adminEndpoint = running.agent.adminEndpoint
+        next.agent.eventsEndpoint = running.agent.eventsEndpoint
+        next.agent.stateDirectory = running.agent.stateDirectory
+        runtime.configuration = next
+        target.update(configuration: next.target.serviceConfiguration)
+        logger.info("configuration reloaded", metadata: ["file": "\(path)"])
+        runtime.publish("agent.reloaded", ["applied": true])
+        return true
     }
 }

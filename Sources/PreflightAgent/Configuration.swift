@@ -20,6 +20,10 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var maxResourcesPerCommand = 100
         /// Least severe level logged: trace, debug, info, notice, warning, error, critical.
         public var logLevel = "info"
+        /// Group of the app and events socket files (`preflight` on a box); absent keeps the agent's group.
+        public var appSocketGroup: String?
+        /// Group of the admin socket file (`preflight-admin` on a box).
+        public var adminSocketGroup: String?
     }
 
     public struct Target: Sendable, Equatable {
@@ -136,6 +140,8 @@ extension AgentConfiguration {
                 into: &configuration.agent.maxResourcesPerCommand,
                 in: 1...10_000
             )
+            try section.optionalString("appSocketGroup", into: &configuration.agent.appSocketGroup)
+            try section.optionalString("adminSocketGroup", into: &configuration.agent.adminSocketGroup)
             try section.oneOf(
                 "logLevel",
                 ["trace", "debug", "info", "notice", "warning", "error", "critical"],
@@ -213,6 +219,16 @@ struct ConfigurationReader {
                 throw ConfigurationError(key: key(member), message: "must be a string, got \(value.typeName)")
             }
             target = text
+        }
+
+        mutating func optionalString(_ member: String, into target: inout String?) throws(ConfigurationError) {
+            guard let value = value(member) else { return }
+            switch value {
+            case .null: target = nil
+            case .string(let text) where !text.isEmpty: target = text
+            default:
+                throw ConfigurationError(key: key(member), message: "must be a non-empty string, got \(value.typeName)")
+            }
         }
 
         mutating func stringArray(_ member: String, into target: inout [String]) throws(ConfigurationError) {
@@ -351,6 +367,8 @@ extension AgentConfiguration {
                 "maxMboxesPerCommand": .integer(Int64(agent.maxMboxesPerCommand)),
                 "maxResourcesPerCommand": .integer(Int64(agent.maxResourcesPerCommand)),
                 "logLevel": .string(agent.logLevel),
+                "appSocketGroup": agent.appSocketGroup.map { .string($0) } ?? .null,
+                "adminSocketGroup": agent.adminSocketGroup.map { .string($0) } ?? .null,
             ],
             "target": [
                 "clientCode": .string(target.clientCode),

@@ -54,11 +54,18 @@ public final class IPCServer: Sendable {
         public var app: String
         public var admin: String
         public var events: String
+        /// Group given to the app and events socket files (PROTOCOL.md: `preflight`); nil leaves the
+        /// agent's own group.
+        public var appGroup: String?
+        /// Group given to the admin socket file (PROTOCOL.md: `preflight-admin`).
+        public var adminGroup: String?
 
-        public init(app: String, admin: String, events: String) {
+        public init(app: String, admin: String, events: String, appGroup: String? = nil, adminGroup: String? = nil) {
             self.app = app
             self.admin = admin
             self.events = events
+            self.appGroup = appGroup
+            self.adminGroup = adminGroup
         }
     }
 
@@ -234,11 +241,16 @@ public final class IPCServer: Sendable {
             throw AgentError.bindFailed(endpoints.app, reason: "\(error)")
         }
         var bound: [ZeroMQSocket] = []
-        for (socket, endpoint) in [(app, endpoints.app), (admin, endpoints.admin), (events, endpoints.events)] {
+        let plan = [
+            (app, endpoints.app, endpoints.appGroup), (admin, endpoints.admin, endpoints.adminGroup),
+            (events, endpoints.events, endpoints.appGroup),
+        ]
+        for (socket, endpoint, group) in plan {
             do {
                 try prepareFolder(for: endpoint)
                 try socket.bind(endpoint)
                 bound.append(socket)
+                applyPermissions(endpoint, group: group)
             } catch {
                 app.close()
                 admin.close()
@@ -262,6 +274,29 @@ public final class IPCServer: Sendable {
         guard let path = Self.ipcPath(endpoint) else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+
+    /// Socket files are mode 0660 and, where configured, owned by the group allowed to use them: the
+    /// file permissions are the access control on the box (PROTOCOL.md, Transport).
+    private func applyPermissions(_ endpoint: String, group: String?) {
+        guard let path = Self.ipcPath(endpoint) else { return }
+        if chmod(path, 0o660) != 0 {
+            logger.warning("cannot chmod the socket file", metadata: ["file": "\(path)", "errno": "\(errno)"])
+        }
+        guard let group else { return }
+        guard let entry = getgrnam(group) else {
+            logger.warning(
+                "group \(group) does not exist; the socket file keeps the agent's group",
+                metadata: ["file": "\(path)"]
+            )
+            return
+        }
+        if chown(path, uid_t.max, entry.pointee.gr_gid) != 0 {
+            logger.warning(
+                "cannot give the socket file to group \(group)",
+                metadata: ["file": "\(path)", "errno": "\(errno)"]
+            )
+        }
     }
 
     private static func ipcPath(_ endpoint: String) -> String? {

@@ -61,7 +61,7 @@ def request(endpoint, cmd, args=None, req_id="1", timeout_ms=5000):
         socket.close()
 
 
-def start_agent(folder, target=None, pass_=None):
+def start_agent(folder, target=None, pass_=None, agent_extra=None):
     """Starts preflightd with its sockets and state under `folder`; returns once it answers."""
     config = {
         "agent": {
@@ -69,6 +69,7 @@ def start_agent(folder, target=None, pass_=None):
             "adminEndpoint": f"ipc://{folder}/run/admin.sock",
             "eventsEndpoint": f"ipc://{folder}/run/events.sock",
             "stateDirectory": f"{folder}/state",
+            **(agent_extra or {}),
         },
         "target": {"clientCode": "acme", "serverURL": "http://127.0.0.1:9", **(target or {})},
         "pass": {"serverURL": "http://127.0.0.1:9", **(pass_ or {})},
