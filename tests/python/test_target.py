@@ -101,6 +101,8 @@ def test_each_failure_kind_gives_the_default_content(target_env):
         {"message": "bad request from the sim"},
         {"drop": True},
         {"hangMs": 4000},
+        {"truncated": True},
+        {"resetMidBody": True},
     ]
     for index, fault in enumerate(faults):
         sim.call("POST", "/_sim/faults", {"path": "/rest/v1/delivery", "count": 1, **fault})
@@ -185,3 +187,42 @@ def test_sigterm_with_pending_notifications_loses_none(target_env):
 
 def test_sigkill_with_pending_notifications_loses_none(target_env):
     _pending_notifications_survive(target_env, signal.SIGKILL)
+
+
+def test_prefetch_and_upstream_errors_are_published_as_events(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    subscriber = zmq.Context.instance().socket(zmq.SUB)
+    subscriber.setsockopt(zmq.LINGER, 0)
+    subscriber.setsockopt(zmq.SUBSCRIBE, b"")
+    subscriber.connect(agent.events)
+    events = []
+
+    def drain():
+        while subscriber.poll(50):
+            topic, body = subscriber.recv_multipart()
+            events.append((topic.decode(), json.loads(body)))
+
+    try:
+        # PUB drops what is published before the subscription arrives: prefetch until one is seen.
+        def prefetched():
+            ok(request(agent.app, "prefetch", {"mboxes": [{"name": "logo"}, {"name": "nothing-here"}]}))
+            drain()
+            return any(topic == "offers.prefetched" for topic, _ in events)
+
+        wait_until("offers.prefetched", prefetched)
+        body = next(body for topic, body in events if topic == "offers.prefetched")
+        assert body["mboxes"] == ["logo", "nothing-here"] and body["cached"] == ["logo"]
+        assert body["topic"] == "offers.prefetched"
+        sim.call("POST", "/_sim/faults", {"path": "/rest/v1/delivery", "status": 502, "count": 1})
+        reply = ok(request(agent.app, "prefetch", {"mboxes": [{"name": "logo"}]}))
+        assert reply == {"success": False, "mboxes": [{"name": "logo", "cached": False}]}
+
+        def upstream_error():
+            drain()
+            return any(topic == "upstream.error" for topic, _ in events)
+
+        wait_until("upstream.error", upstream_error)
+        error = next(body for topic, body in events if topic == "upstream.error")
+        assert error["service"] == "target" and error["operation"] == "prefetch" and error["code"] == "status"
+    finally:
+        subscriber.close()
