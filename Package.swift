@@ -65,12 +65,22 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "PassAuthorization",
+            dependencies: [
+                "PreflightProtocol",
+                "UpstreamHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "PreflightAgent",
             dependencies: [
                 "CLinuxShims",
                 "ZeroMQ",
                 "PreflightProtocol",
                 "TargetOffers",
+                "PassAuthorization",
                 "UpstreamHTTP",
                 "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
@@ -116,6 +126,14 @@ let package = Package(
         .testTarget(
             name: "TargetOffersTests",
             dependencies: ["TargetOffers", "PreflightProtocol", "UpstreamHTTP"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "PassAuthorizationTests",
+            dependencies: [
+                "PassAuthorization", "PreflightProtocol", "UpstreamHTTP", "UpstreamHTTPClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -54,6 +54,15 @@ extension CommandDispatcher {
             }
         case CommandName.configShow:
             return .success(runtime.configuration.redactedJSON)
+        case CommandName.authList:
+            return .success(pass.snapshot())
+        case CommandName.authClear:
+            let registration = try arguments.optionalBool("registration") ?? false
+            let requestor = try arguments.optionalString("requestor")
+            if let requestor, !runtime.configuration.pass.requestors.contains(requestor) {
+                throw .invalidArgument("requestor", "\(requestor) is not a requestor of this box (pass.requestors)")
+            }
+            return .success(pass.clear(requestor: requestor, registration: registration))
         default:
             throw .unknownCommand(request.command)
         }
@@ -100,7 +109,7 @@ extension CommandDispatcher {
             ],
             "upstreams": [
                 "target": targetHealth(configuration),
-                "pass": ["url": .string(configuration.pass.effectiveServerURL)],
+                "pass": passHealth(configuration),
             ],
             "target": [
                 "cache": cacheResult(),
@@ -108,6 +117,33 @@ extension CommandDispatcher {
                 "notifications": notificationsResult(),
                 "loads": loadsResult(),
             ],
+            "pass": passSummary(),
+        ]
+    }
+
+    private func passHealth(_ configuration: AgentConfiguration) -> JSONValue {
+        var health: JSONObject = ["url": .string(configuration.pass.effectiveServerURL)]
+        if let upstream = pass.snapshot()["upstream"]?.objectValue {
+            for member in upstream { health[member.key] = member.value }
+        }
+        return .object(health)
+    }
+
+    /// Per requestor: configuration state and the authentication session (auth.list has the rest).
+    private func passSummary() -> JSONValue {
+        let snapshot = pass.snapshot()
+        var requestors = JSONObject()
+        for member in snapshot["requestors"]?.objectValue ?? JSONObject() {
+            requestors[member.key] = [
+                "configuration": member.value["configuration"]?["state"] ?? .null,
+                "session": member.value["session"] ?? .null,
+                "cachedDecisions": .integer(Int64(member.value["decisions"]?.arrayValue?.count ?? 0)),
+            ]
+        }
+        return [
+            "registration": snapshot["registration"]?["state"] ?? .null,
+            "accessToken": snapshot["accessToken"]?["state"] ?? .null,
+            "requestors": .object(requestors),
         ]
     }
 

@@ -1,4 +1,5 @@
 import Logging
+import PassAuthorization
 import PreflightProtocol
 import ServiceLifecycle
 import TargetOffers
@@ -11,6 +12,7 @@ public final class Agent: Service {
     public let runtime: AgentRuntime
     public let server: IPCServer
     public let target: TargetService
+    public let pass: Preauthorizer
     private let transport: AsyncHTTPClientTransport
     private let logger: Logger
 
@@ -18,12 +20,14 @@ public final class Agent: Service {
         runtime: AgentRuntime,
         server: IPCServer,
         target: TargetService,
+        pass: Preauthorizer,
         transport: AsyncHTTPClientTransport,
         logger: Logger
     ) {
         self.runtime = runtime
         self.server = server
         self.target = target
+        self.pass = pass
         self.transport = transport
         self.logger = logger
     }
@@ -43,9 +47,17 @@ public final class Agent: Service {
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )
+        let pass = Preauthorizer(
+            configuration: configuration.pass.serviceConfiguration,
+            transport: transport,
+            stateDirectory: configuration.agent.stateDirectory,
+            logger: logger,
+            publish: { topic, body in runtime.publish(topic, body) }
+        )
         let dispatcher = CommandDispatcher(
             runtime: runtime,
             target: target,
+            pass: pass,
             statistics: CommandStatistics(),
             logger: logger
         )
@@ -68,13 +80,16 @@ public final class Agent: Service {
             await transport.shutdown()
             throw error
         }
-        return Agent(runtime: runtime, server: server, target: target, transport: transport, logger: logger)
+        return Agent(runtime: runtime, server: server, target: target, pass: pass, transport: transport, logger: logger)
     }
 
     /// Serves until graceful shutdown (SIGTERM, SIGINT), then stops taking requests, lets in-flight
     /// work reply, and removes the socket files.
     public func run() async throws {
         let notifier = Task { await target.run() }
+        // Registration, token and each requestor's configuration, retried until they succeed.
+        let passStartup = Task { await pass.run() }
+        defer { passStartup.cancel() }
         let reloader = Task {
             for await _ in await UnixSignalsSequence(trapping: .sighup) {
                 reload()
@@ -149,6 +164,7 @@ public final class Agent: Service {
         next.agent.stateDirectory = running.agent.stateDirectory
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
+        pass.update(configuration: next.pass.serviceConfiguration)
         logger.info("configuration reloaded", metadata: ["file": "\(path)"])
         runtime.publish("agent.reloaded", ["applied": true])
         return true

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PassAuthorization
 import PreflightProtocol
 import Synchronization
 import TargetOffers
@@ -52,12 +53,20 @@ public final class AgentRuntime: Sendable {
 public struct CommandDispatcher: RequestHandler {
     let runtime: AgentRuntime
     let target: TargetService
+    let pass: Preauthorizer
     let statistics: CommandStatistics
     let logger: Logger
 
-    public init(runtime: AgentRuntime, target: TargetService, statistics: CommandStatistics, logger: Logger) {
+    public init(
+        runtime: AgentRuntime,
+        target: TargetService,
+        pass: Preauthorizer,
+        statistics: CommandStatistics,
+        logger: Logger
+    ) {
         self.runtime = runtime
         self.target = target
+        self.pass = pass
         self.statistics = statistics
         self.logger = logger
     }
@@ -159,8 +168,15 @@ public struct CommandDispatcher: RequestHandler {
             }
         case .clearPrefetchCache?:
             return .success(["cleared": .integer(Int64(target.clearCache()))])
-        case nil, .preauthorize?:
-            // preauthorize is decoded and validated already; the Adobe Pass service plugs in here.
+        case .preauthorize(let command)?:
+            // A complete answer from the decision cache goes out from this thread; anything else waits
+            // on Adobe Pass in a task.
+            if let cached = pass.cachedResponse(for: command) {
+                return .success(cached)
+            }
+            let pass = self.pass
+            return .later { .success(await pass.preauthorize(command)) }
+        case nil:
             throw .unknownCommand(request.command)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PassAuthorization
 import PreflightProtocol
 import TargetOffers
 
@@ -60,6 +61,27 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var serverURL: String?
         public var softwareStatement = ""
         public var requestors: [String] = []
+        /// The `redirect_uri` sent at registration (a reserved `.invalid` host: never visited).
+        public var redirectURI = "https://preflight.invalid/pass/callback"
+        /// A fixed box id (hashed before use); absent means the SHA-256 of /etc/machine-id.
+        public var deviceIdentifier: String?
+        /// `X-Device-Info` fields.
+        public var deviceModel = "Preflight"
+        public var deviceMake: String?
+        public var deviceVersion = "1.0"
+        public var deviceOSVersion: String?
+        public var connectionType = "LAN"
+        public var maxResourcesPerRequest = 5
+        /// Seconds a permit decision is served from the local cache.
+        public var decisionTTL: Double = 600
+        /// Seconds per upstream call.
+        public var timeout: Double = 5
+        /// Seconds after which an app gets `network_error` whatever is still pending.
+        public var answerDeadline: Double = 15
+        /// Seconds between upstream calls once the burst is spent (Adobe allows about 1 per second).
+        public var pacingInterval: Double = 1.1
+        /// Calls allowed at once at start (Adobe's one-time burst of 10).
+        public var pacingBurst = 10
 
         public var effectiveServerURL: String {
             serverURL ?? "https://sp.auth.adobe.com"
@@ -178,6 +200,23 @@ extension AgentConfiguration {
             try section.url("serverURL", into: &configuration.pass.serverURL)
             try section.string("softwareStatement", into: &configuration.pass.softwareStatement)
             try section.stringArray("requestors", into: &configuration.pass.requestors)
+            try section.string("redirectURI", into: &configuration.pass.redirectURI)
+            try section.optionalString("deviceIdentifier", into: &configuration.pass.deviceIdentifier)
+            try section.string("deviceModel", into: &configuration.pass.deviceModel)
+            try section.optionalString("deviceMake", into: &configuration.pass.deviceMake)
+            try section.string("deviceVersion", into: &configuration.pass.deviceVersion)
+            try section.optionalString("deviceOSVersion", into: &configuration.pass.deviceOSVersion)
+            try section.oneOf(
+                "connectionType",
+                ["LAN", "WLAN", "WiFi", "Cellular", "Ethernet"],
+                into: &configuration.pass.connectionType
+            )
+            try section.integer("maxResourcesPerRequest", into: &configuration.pass.maxResourcesPerRequest, in: 1...100)
+            try section.seconds("decisionTTL", into: &configuration.pass.decisionTTL, in: 1...86_400)
+            try section.seconds("timeout", into: &configuration.pass.timeout, in: 0.1...300)
+            try section.seconds("answerDeadline", into: &configuration.pass.answerDeadline, in: 0.5...600)
+            try section.seconds("pacingInterval", into: &configuration.pass.pacingInterval, in: 0.05...60)
+            try section.integer("pacingBurst", into: &configuration.pass.pacingBurst, in: 1...100)
         }
         for key in root.keys where !["agent", "target", "pass"].contains(key) {
             reader.warnings.append("unknown key \(key) (ignored)")
@@ -388,6 +427,17 @@ extension AgentConfiguration {
                 "serverURL": .string(pass.effectiveServerURL),
                 "softwareStatement": .string(Self.redacted(pass.softwareStatement)),
                 "requestors": .array(pass.requestors.map { .string($0) }),
+                "redirectURI": .string(pass.redirectURI),
+                "deviceIdentifier": .string(pass.deviceIdentifier == nil ? "(machine-id)" : "(configured)"),
+                "deviceModel": .string(pass.deviceModel),
+                "deviceVersion": .string(pass.deviceVersion),
+                "connectionType": .string(pass.connectionType),
+                "maxResourcesPerRequest": .integer(Int64(pass.maxResourcesPerRequest)),
+                "decisionTTL": .number(pass.decisionTTL),
+                "timeout": .number(pass.timeout),
+                "answerDeadline": .number(pass.answerDeadline),
+                "pacingInterval": .number(pass.pacingInterval),
+                "pacingBurst": .integer(Int64(pass.pacingBurst)),
             ],
         ]
     }
@@ -415,6 +465,32 @@ extension AgentConfiguration.Target {
             notificationMaxAge: .milliseconds(Int64(notificationBatchAge * 1000)),
             notificationQueueCapacity: notificationQueueCapacity,
             device: device
+        )
+    }
+}
+
+extension AgentConfiguration.Pass {
+    /// The Adobe Pass service's view of this section.
+    public var serviceConfiguration: PassConfiguration {
+        var info = DeviceInfo(
+            model: deviceModel,
+            make: deviceMake,
+            version: deviceVersion,
+            connectionType: connectionType
+        )
+        if let deviceOSVersion { info.osVersion = deviceOSVersion }
+        return PassConfiguration(
+            serverURL: effectiveServerURL,
+            softwareStatement: softwareStatement,
+            requestors: requestors,
+            redirectURI: redirectURI,
+            deviceIdentifier: deviceIdentifier.map { .fixed($0) } ?? .machineID,
+            deviceInfo: info,
+            maxResourcesPerRequest: maxResourcesPerRequest,
+            decisionTTL: .milliseconds(Int64(decisionTTL * 1000)),
+            timeout: .milliseconds(Int64(timeout * 1000)),
+            answerDeadline: .milliseconds(Int64(answerDeadline * 1000)),
+            pacing: PassPacing(interval: .milliseconds(Int64(pacingInterval * 1000)), burst: pacingBurst)
         )
     }
 }

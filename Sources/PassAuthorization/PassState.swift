@@ -1,0 +1,102 @@
+import PreflightProtocol
+
+/// Everything the `Preauthorizer` shares between the agent's I/O thread and its tasks, behind one mutex.
+struct PassState: Sendable {
+    var configuration: PassConfiguration
+    /// By requestor id, for the requestors in `configuration.requestors`.
+    var requestors: [String: RequestorState]
+    var cache = DecisionCache()
+    /// Answers to requestors this box does not serve.
+    var unknownRequestorAnswers = 0
+
+    init(configuration: PassConfiguration) {
+        self.configuration = configuration
+        requestors = [:]
+        for requestor in configuration.requestors {
+            requestors[requestor] = RequestorState()
+        }
+    }
+}
+
+/// Whether a requestor's configuration has been retrieved.
+enum ConfigurationState: Sendable, Hashable {
+    case pending
+    /// Wall-clock time of success, and the MVPDs it listed.
+    case configured(atEpochMilliseconds: Int64, mvpds: [String])
+}
+
+/// What the agent knows of the authenticated session of the box for one requestor.
+enum SessionState: Sendable, Hashable {
+    /// Not asked yet, or forgotten (cleared, configuration reloaded).
+    case unknown
+    /// A profile, kept until its `notAfter`.
+    case authenticated(AuthenticatedProfile)
+    /// No profile, as of `checkedAt` (kept for `sessionRecheckInterval`).
+    case missing(checkedAt: ContinuousClock.Instant)
+    /// The profile expired, as of `checkedAt` (kept for `sessionRecheckInterval`).
+    case expired(mvpd: String?, checkedAt: ContinuousClock.Instant)
+
+    /// The name shown and published.
+    var name: String {
+        switch self {
+        case .unknown: "unknown"
+        case .authenticated: "authenticated"
+        case .missing: "missing"
+        case .expired: "expired"
+        }
+    }
+}
+
+/// Answer counters of one requestor.
+struct AnswerCounters: Sendable, Hashable {
+    /// By outcome: `response`, `failure`.
+    var outcomes: [String: Int] = [:]
+    /// By status code: the agent's codes, Adobe's top-level codes, and item-level error codes.
+    var codes: [String: Int] = [:]
+    var permitted = 0
+    var denied = 0
+    /// Decisions served from the decision cache.
+    var fromCache = 0
+
+    /// Counts one answer; `fromCache` is how many of its decisions came from the decision cache.
+    mutating func record(_ answer: PreauthorizeAnswer, fromCache: Int) {
+        outcomes[answer.outcome, default: 0] += 1
+        if let code = answer.statusCode { codes[code, default: 0] += 1 }
+        if case .decisions(let decisions) = answer {
+            for decision in decisions {
+                if decision.authorized { permitted += 1 } else { denied += 1 }
+                if let code = decision.error?.code { codes[code, default: 0] += 1 }
+            }
+        }
+        self.fromCache += fromCache
+    }
+
+    var json: JSONValue {
+        [
+            "outcomes": Self.sorted(outcomes), "codes": Self.sorted(codes), "permitted": .integer(Int64(permitted)),
+            "denied": .integer(Int64(denied)), "fromCache": .integer(Int64(fromCache)),
+        ]
+    }
+
+    private static func sorted(_ counts: [String: Int]) -> JSONValue {
+        .object(JSONObject(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: .integer(Int64($0.value))) }))
+    }
+}
+
+/// Per-requestor state.
+struct RequestorState: Sendable {
+    var configuration = ConfigurationState.pending
+    /// The last configuration failure, for the admin view and the `requestor_not_configured` message.
+    var configurationError: String?
+    var configurationAttempts = 0
+    var lastConfigurationAttempt: ContinuousClock.Instant?
+    /// When the background loop tries again after a failure.
+    var nextConfigurationAttempt: ContinuousClock.Instant?
+    var session = SessionState.unknown
+    var counters = AnswerCounters()
+
+    var isConfigured: Bool {
+        if case .configured = configuration { return true }
+        return false
+    }
+}

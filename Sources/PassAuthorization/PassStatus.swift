@@ -1,0 +1,158 @@
+import PreflightProtocol
+
+/// Why the agent could not service a `preauthorize` (PROTOCOL.md's agent-side codes, status 0): the
+/// AccessEnabler's `onFailure`. A value with a code a machine switches on and a message a person reads.
+struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    enum Code: String, Sendable, Hashable {
+        case requestorNotConfigured = "requestor_not_configured"
+        case authenticationSessionMissing = "authentication_session_missing"
+        case authenticationSessionExpired = "authentication_session_expired"
+        case accessTokenUnavailable = "access_token_unavailable"
+        case serverResponseFormatUnknown = "server_response_format_unknown"
+        case networkError = "network_error"
+    }
+
+    var code: Code
+    var message: String
+
+    var action: ErrorAction {
+        switch code {
+        case .requestorNotConfigured: .retry
+        case .authenticationSessionMissing, .authenticationSessionExpired: .authentication
+        case .accessTokenUnavailable, .serverResponseFormatUnknown, .networkError: .none
+        }
+    }
+
+    var description: String { "\(code.rawValue): \(message)" }
+
+    /// The PROTOCOL.md `status` object.
+    var json: JSONValue {
+        [
+            "status": 0, "code": .string(code.rawValue), "message": .string(message),
+            "action": .string(action.rawValue),
+        ]
+    }
+
+    static func requestorNotOnThisBox(_ requestor: String) -> PassFailure {
+        PassFailure(
+            code: .requestorNotConfigured,
+            message: "The requestor \"\(requestor)\" is not configured on this box (pass.requestors)."
+        )
+    }
+
+    static func requestorNotConfigured(_ requestor: String, lastError: String?) -> PassFailure {
+        var message = "The configuration of requestor \"\(requestor)\" has not been retrieved from Adobe Pass yet"
+        if let lastError { message += " (last attempt: \(lastError))" }
+        return PassFailure(code: .requestorNotConfigured, message: message + "; retry shortly.")
+    }
+
+    /// The AccessEnabler's wording, as PROTOCOL.md gives it.
+    static let authenticationSessionMissing = PassFailure(
+        code: .authenticationSessionMissing,
+        message: "The authentication session associated with this request could not be retrieved. "
+            + "The user must re-authenticate with a supported MVPD in order to continue."
+    )
+
+    static let authenticationSessionExpired = PassFailure(
+        code: .authenticationSessionExpired,
+        message: "The authentication session associated with this request has expired. "
+            + "The user must re-authenticate with a supported MVPD in order to continue."
+    )
+
+    static func accessTokenUnavailable(_ detail: String) -> PassFailure {
+        PassFailure(
+            code: .accessTokenUnavailable,
+            message: "No access token could be obtained from Adobe Pass: \(detail)."
+        )
+    }
+
+    static func serverResponseFormatUnknown(_ detail: String) -> PassFailure {
+        PassFailure(
+            code: .serverResponseFormatUnknown,
+            message: "Adobe Pass sent a response in an unknown format: \(detail)."
+        )
+    }
+
+    static func networkError(_ detail: String) -> PassFailure {
+        PassFailure(code: .networkError, message: "Adobe Pass could not be reached in time: \(detail).")
+    }
+}
+
+/// An Adobe Pass `Status` (Enhanced Error Codes) passed through to apps: the seven fields of
+/// `ErrorInformation` in a fixed order, absent ones omitted, values as Adobe sent them.
+struct AdobeStatus: Sendable, Hashable {
+    static let fieldNames = ["status", "code", "message", "details", "helpUrl", "trace", "action"]
+
+    private(set) var fields: JSONObject
+
+    /// From an `error` object. With `httpStatus`, that is the `status` (a top-level error, where
+    /// PROTOCOL.md says the HTTP status is the status); without it Adobe's own `status` stays.
+    init(passingThrough error: JSONObject, httpStatus: Int? = nil) {
+        var fields = JSONObject()
+        for name in Self.fieldNames {
+            if name == "status", let httpStatus {
+                fields[name] = .integer(Int64(httpStatus))
+            } else if let value = error[name], value != .null {
+                fields[name] = value
+            }
+        }
+        self.fields = fields
+    }
+
+    var code: String? { fields["code"]?.stringValue }
+    var status: Int? { fields["status"]?.doubleValue.map { Int($0) } }
+    var json: JSONValue { .object(fields) }
+}
+
+/// The one answer of a `preauthorize`, before it becomes PROTOCOL.md JSON.
+enum PreauthorizeAnswer: Sendable, Hashable {
+    /// One decision per requested resource, in request order.
+    case decisions([ResourceDecision])
+    /// A top-level Adobe Pass error: outcome response, no resources.
+    case adobeError(AdobeStatus)
+    /// The agent could not service the request: outcome failure.
+    case failure(PassFailure)
+
+    var json: JSONValue {
+        switch self {
+        case .decisions(let decisions):
+            return ["outcome": "response", "resources": .array(decisions.map(\.json))]
+        case .adobeError(let status):
+            return ["outcome": "response", "resources": [], "status": status.json]
+        case .failure(let failure):
+            return ["outcome": "failure", "resources": [], "status": failure.json]
+        }
+    }
+
+    /// The outcome name, for counters.
+    var outcome: String {
+        if case .failure = self { return "failure" }
+        return "response"
+    }
+
+    /// The code of the answer's `status`, if it has one.
+    var statusCode: String? {
+        switch self {
+        case .decisions: nil
+        case .adobeError(let status): status.code ?? "unknown"
+        case .failure(let failure): failure.code.rawValue
+        }
+    }
+}
+
+/// Adobe's decision on one resource.
+struct ResourceDecision: Sendable, Hashable {
+    var resource: String
+    var authorized: Bool
+    /// The item-level `error`, passed through.
+    var error: AdobeStatus?
+
+    var json: JSONValue {
+        var object: JSONObject = ["id": .string(resource), "authorized": .bool(authorized)]
+        if let error { object["error"] = error.json }
+        return .object(object)
+    }
+
+    /// A clean permit: the only kind of decision the cache keeps.
+    var isCacheablePermit: Bool { authorized && error == nil }
+}

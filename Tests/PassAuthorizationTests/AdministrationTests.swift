@@ -1,0 +1,148 @@
+import Foundation
+import PreflightProtocol
+import Testing
+import UpstreamHTTP
+
+@testable import PassAuthorization
+
+@Test func snapshotShowsPerRequestorState() async throws {
+    let harness = Harness()
+    harness.login()
+    harness.fake.decide("r2", authorized: false, error: ["code": "preauthorization_denied_by_mvpd"])
+    _ = await harness.preauthorize(["r1", "r2"])
+    harness.clock.advance(by: .seconds(7))
+    _ = await harness.preauthorize(["r1"])
+    _ = await harness.preauthorize(["x"], requestor: "hbo")
+    let snapshot = harness.preauthorizer.snapshot()
+    #expect(snapshot["serverURL"] == "https://pass.test")
+    #expect(snapshot["registration"]?["state"] == "registered")
+    #expect(snapshot["accessToken"]?["state"] == "valid")
+    #expect(snapshot["accessToken"]?["expiresAt"] == .integer(harness.clock.epochOrigin + 3_600_000))
+    let espn = try #require(snapshot["requestors"]?["espn"])
+    #expect(espn["configuration"]?["state"] == "configured")
+    #expect(espn["configuration"]?["mvpds"] == ["Cablevision", "Comcast_SSO"])
+    #expect(espn["session"]?["state"] == "authenticated")
+    #expect(espn["session"]?["mvpd"] == "Cablevision")
+    #expect(espn["session"]?["notAfter"] == .integer(harness.clock.epochOrigin + 3_600_000))
+    #expect(espn["decisions"] == [["mvpd": "Cablevision", "resource": "r1", "ageMs": 7000]])
+    #expect(espn["counters"]?["outcomes"] == ["response": 2])
+    #expect(espn["counters"]?["codes"] == ["preauthorization_denied_by_mvpd": 1])
+    #expect(espn["counters"]?["permitted"] == 2)
+    #expect(espn["counters"]?["denied"] == 1)
+    #expect(espn["counters"]?["fromCache"] == 1)
+    #expect(snapshot["requestors"]?["nbc"]?["configuration"]?["state"] == "pending")
+    #expect(snapshot["requestors"]?["nbc"]?["session"]?["state"] == "unknown")
+    #expect(snapshot["unknownRequestorAnswers"] == 1)
+}
+
+@Test func clearDropsProfilesAndDecisionsButKeepsTheRegistration() async {
+    let harness = Harness()
+    harness.login()
+    _ = await harness.preauthorize(["r1", "r2"])
+    let cleared = harness.preauthorizer.clear(requestor: "espn", registration: false)
+    #expect(cleared == ["requestor": "espn", "profiles": 1, "decisions": 2, "registration": false])
+    #expect(harness.cached(["r1"]) == nil)
+    #expect(FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
+    #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
+    #expect(harness.fake.count("profiles") == 2)
+    #expect(harness.fake.count("register") == 1)
+}
+
+@Test func clearingTheRegistrationRegistersAnewAtTheNextCall() async {
+    let harness = Harness()
+    harness.login()
+    _ = await harness.preauthorize(["r1"])
+    let cleared = harness.preauthorizer.clear(requestor: nil, registration: true)
+    #expect(cleared["registration"] == true)
+    #expect(cleared["requestor"] == .null)
+    #expect(!FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
+    #expect(harness.preauthorizer.snapshot()["accessToken"]?["state"] == "none")
+    #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
+    #expect(harness.fake.count("register") == 2)
+    #expect(FileSystem.permissions(of: "\(harness.directory)/pass-registration.json") == 0o600)
+}
+
+@Test func updatedConfigurationAddsAndRemovesRequestors() async {
+    let harness = Harness()
+    harness.login()
+    harness.login("fox")
+    _ = await harness.preauthorize(["r1"])
+    var configuration = Harness.configuration(requestors: ["nbc", "fox"])
+    configuration.timeout = .seconds(2)
+    harness.preauthorizer.update(configuration: configuration)
+    let removed = await harness.preauthorize(["r1"])
+    #expect(removed.statusCode == "requestor_not_configured")
+    #expect(removed["status"]?["message"]?.stringValue?.contains("not configured on this box") == true)
+    #expect(await harness.preauthorize(["r1"], requestor: "fox") == permits(["r1"]))
+    #expect(harness.fake.requests("preauthorize").last?.timeout == .seconds(2))
+    #expect(harness.fake.count("token") == 1, "the token survives a reload that keeps the server")
+    #expect(harness.preauthorizer.snapshot()["requestors"]?.objectValue?.keys == ["nbc", "fox"])
+}
+
+@Test func newServerURLRegistersAndConfiguresAgain() async {
+    let harness = Harness()
+    harness.login()
+    _ = await harness.preauthorize(["r1"])
+    var configuration = Harness.configuration()
+    configuration.serverURL = "https://pass-2.test"
+    harness.preauthorizer.update(configuration: configuration)
+    #expect(harness.cached(["r1"]) == nil)
+    #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
+    #expect(harness.fake.count("register") == 2)
+    #expect(harness.fake.requests("register").last?.url == "https://pass-2.test/o/client/register")
+    #expect(harness.fake.count("configuration") == 2)
+}
+
+@Test func runRegistersConfiguresAndRetriesWithBackoff() async {
+    let harness = Harness()
+    harness.fake.script("configuration", .respond(FakePass.json(503, FakePass.adobeError(503, "service_unavailable"))))
+    let run = Pending { await harness.preauthorizer.run() }
+    #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
+    #expect(harness.fake.count("register") == 1)
+    #expect(harness.preauthorizer.snapshot()["requestors"]?["espn"]?["configuration"]?["state"] == "failed")
+    #expect(harness.preauthorizer.snapshot()["requestors"]?["nbc"]?["configuration"]?["state"] == "configured")
+    #expect(harness.clock.nextWakeUp == .seconds(1))
+    harness.clock.advance(by: .seconds(1))
+    #expect(await eventually { harness.fake.count("configuration") == 3 })
+    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    #expect(harness.preauthorizer.snapshot()["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
+    // A reload wakes the loop at once for a new requestor.
+    harness.preauthorizer.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
+    #expect(await eventually { harness.fake.count("configuration") == 4 })
+    #expect(harness.fake.requests("configuration").last?.url.hasSuffix("/fox/configuration") == true)
+    // The token is renewed before it expires (3600 s lifetime: at 3540 s).
+    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    harness.clock.advance(by: .seconds(3540))
+    #expect(await eventually { harness.fake.count("token") == 2 })
+    run.cancel()
+    #expect(await run.wait() != nil, "run() returns when cancelled")
+}
+
+@Test func noSecretAppearsInSnapshotEventsOrLogs() async {
+    let harness = Harness()
+    harness.login()
+    _ = await harness.preauthorize(["r1"])
+    harness.fake.revokeTokens()
+    _ = await harness.preauthorize(["r2"])
+    harness.fake.script(
+        "preauthorize",
+        .respond(FakePass.json(400, FakePass.adobeError(400, "invalid_parameter_resources")))
+    )
+    _ = await harness.preauthorize(["r3"])
+    harness.fake.forgetClients()
+    harness.fake.revokeTokens()
+    _ = await harness.preauthorize(["r4"])
+    _ = harness.preauthorizer.clear(requestor: nil, registration: false)
+
+    var output = harness.logs.all
+    output += harness.events.all.map { "\($0.topic) \(JSONValue.object($0.body).text)" }
+    output.append(harness.preauthorizer.snapshot().text)
+    let secrets = [Harness.softwareStatement] + harness.fake.clientSecrets + harness.fake.issuedTokens
+    #expect(secrets.count >= 5)
+    #expect(harness.logs.all.count > 5, "logging was captured")
+    for secret in secrets {
+        for line in output {
+            #expect(!line.contains(secret), "a secret leaked into: \(line)")
+        }
+    }
+}

@@ -1,0 +1,268 @@
+"""Adobe Pass preauthorization end to end: pyzmq apps, a real preflightd, preflight-sim as Adobe Pass."""
+
+import json
+import shutil
+import tempfile
+import threading
+
+import pytest
+
+from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, read_log, request, start_agent, stop_agent, wait_until
+
+REQUESTOR = "acme-requestor"
+MVPD = "Cablevision"
+PATH = f"/api/v2/{REQUESTOR}/decisions/preauthorize/{MVPD}"
+
+
+class PassSetup:
+    def __init__(self, folder, sim):
+        self.folder = folder
+        self.sim = sim
+        self.agent = None
+
+    def start(self, **pass_extra):
+        self.agent = start_agent(
+            self.folder,
+            target={"serverURL": self.sim.url},
+            pass_={
+                "serverURL": self.sim.url,
+                "softwareStatement": TEST_SOFTWARE_STATEMENT,
+                "requestors": [REQUESTOR],
+                "deviceIdentifier": "test-box-0001",
+                **pass_extra,
+            },
+        )
+        return self.agent
+
+    def preauthorize(self, resources, disabled=None, requestor=REQUESTOR):
+        args = {"requestor": requestor, "resources": resources}
+        if disabled:
+            args["disabledFeatures"] = disabled
+        reply = request(self.agent.app, "preauthorize", args, timeout_ms=30000)
+        assert reply["ok"] is True, reply
+        return reply["result"]
+
+    def preauthorize_calls(self):
+        return len(self.sim.requests("preauthorize"))
+
+    def wait_configured(self):
+        def configured():
+            result = self.preauthorize(["probe"], disabled=["LOCAL_CACHE"])
+            return result.get("status", {}).get("code") != "requestor_not_configured"
+
+        wait_until("the requestor configuration", configured)
+
+    def login(self, ttl_seconds=3600):
+        self.sim.call("POST", "/_sim/pass/login", {"serviceProvider": REQUESTOR, "mvpd": MVPD, "ttlSeconds": ttl_seconds})
+
+
+@pytest.fixture
+def pass_env():
+    folder = tempfile.mkdtemp(prefix="pf-pa-", dir="/tmp")
+    sim = Simulator(folder)
+    setup = PassSetup(folder, sim)
+    yield setup
+    log = read_log(folder)
+    if setup.agent:
+        stop_agent(setup.agent)
+    violations = sim.call("GET", "/_sim/violations")
+    sim.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+    assert violations["count"] == 0, violations
+    assert TEST_SOFTWARE_STATEMENT not in log
+
+
+def test_seed_sample_three_resources_with_local_cache_disabled_all_permitted(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    result = pass_env.preauthorize(["resource1", "resource2", "resource3"], disabled=["LOCAL_CACHE"])
+    assert result == {
+        "outcome": "response",
+        "resources": [
+            {"id": "resource1", "authorized": True},
+            {"id": "resource2", "authorized": True},
+            {"id": "resource3", "authorized": True},
+        ],
+    }
+
+
+def test_denials_with_and_without_the_enhanced_error(pass_env):
+    pass_env.start()
+    pass_env.login()
+    enhanced = {
+        "status": 403,
+        "code": "preauthorization_denied_by_mvpd",
+        "message": "The MVPD has returned a \"Deny\" decision when requesting pre-authorization for the specified resource.",
+        "details": "Your subscription package does not include this channel.",
+        "helpUrl": "https://experienceleague.adobe.com/docs/pass/authentication/auth-features/error-reportn/enhanced-error-codes.html",
+        "trace": "8bcb17f9-b172-47d2-86d9-3eb146f5f85c",
+        "action": "none",
+    }
+    pass_env.sim.call(
+        "PUT",
+        "/_sim/pass/decisions",
+        {"serviceProvider": REQUESTOR, "decisions": {"r2": {"authorized": False}, "r3": {"authorized": False, "error": enhanced}}},
+    )
+    pass_env.wait_configured()
+    result = pass_env.preauthorize(["r1", "r2", "r3"])
+    assert result["outcome"] == "response"
+    assert [(r["id"], r["authorized"]) for r in result["resources"]] == [("r1", True), ("r2", False), ("r3", False)]
+    assert "error" not in result["resources"][1]
+    assert result["resources"][2]["error"] == enhanced
+
+
+def test_top_level_bad_request_gives_a_status_and_no_resources(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    body = {"status": 400, "code": "bad_request", "message": "The request sent to the Adobe Pass server was invalid.",
+            "action": "none"}
+    pass_env.sim.call("POST", "/_sim/faults", {"path": PATH, "status": 400, "body": body, "contentType": "application/json"})
+    result = pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+    assert result["outcome"] == "response"
+    assert result["resources"] == []
+    assert result["status"]["status"] == 400 and result["status"]["code"] == "bad_request"
+    assert result["status"]["action"] == "none"
+
+
+def failure(result, code, action):
+    assert result["outcome"] == "failure", result
+    assert result["resources"] == []
+    assert result["status"]["status"] == 0
+    assert result["status"]["code"] == code
+    assert result["status"]["action"] == action
+    assert result["status"]["message"]
+
+
+def test_a_requestor_this_box_does_not_serve_is_not_configured(pass_env):
+    pass_env.start()
+    result = pass_env.preauthorize(["r1"], requestor="someone-else")
+    failure(result, "requestor_not_configured", "retry")
+
+
+def test_before_its_configuration_arrives_a_requestor_is_not_configured(pass_env):
+    pass_env.sim.call("POST", "/_sim/faults", {"path": f"/api/v2/{REQUESTOR}/configuration", "status": 503})
+    pass_env.start()
+    failure(pass_env.preauthorize(["r1"]), "requestor_not_configured", "retry")
+    pass_env.sim.call("DELETE", "/_sim/faults")
+    pass_env.login()
+    pass_env.wait_configured()
+    assert pass_env.preauthorize(["r1"])["outcome"] == "response"
+
+
+def test_no_login_means_authentication_session_missing(pass_env):
+    pass_env.start()
+    pass_env.wait_configured()
+    result = pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+    failure(result, "authentication_session_missing", "authentication")
+    assert result["status"]["message"] == (
+        "The authentication session associated with this request could not be retrieved. "
+        "The user must re-authenticate with a supported MVPD in order to continue."
+    )
+
+
+def test_a_profile_past_its_not_after_means_authentication_session_expired(pass_env):
+    pass_env.start()
+    pass_env.login(ttl_seconds=2)
+    pass_env.wait_configured()
+    assert pass_env.preauthorize(["r1"])["outcome"] == "response"
+
+    def expired():
+        result = pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+        return result["outcome"] == "failure" and result["status"]["code"] == "authentication_session_expired"
+
+    wait_until("the session to expire", expired, timeout=30)
+    failure(pass_env.preauthorize(["r1"]), "authentication_session_expired", "authentication")
+
+
+def test_unparseable_answers_and_network_failures(pass_env):
+    pass_env.start(timeout=1)
+    pass_env.login()
+    pass_env.wait_configured()
+    pass_env.sim.call("POST", "/_sim/faults", {"path": PATH, "malformed": True})
+    failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "server_response_format_unknown", "none")
+    pass_env.sim.call("DELETE", "/_sim/faults")
+    pass_env.sim.call("POST", "/_sim/faults", {"path": PATH, "drop": True})
+    failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "network_error", "none")
+    pass_env.sim.call("DELETE", "/_sim/faults")
+
+
+def test_no_token_to_be_had_means_access_token_unavailable(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    pass_env.sim.call("POST", "/_sim/faults", {"path": "/o/client/token", "status": 503})
+    pass_env.sim.call("POST", "/_sim/pass/tokens/revoke", {})
+    failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "access_token_unavailable", "none")
+    pass_env.sim.call("DELETE", "/_sim/faults")
+
+
+def test_a_revoked_token_is_refreshed_once_and_the_call_retried(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    tokens_before = len(pass_env.sim.requests("token"))
+    pass_env.sim.call("POST", "/_sim/pass/tokens/revoke", {})
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["resources"] == [{"id": "r1", "authorized": True}]
+    assert len(pass_env.sim.requests("token")) == tokens_before + 1
+
+
+def test_a_cached_permit_makes_no_call_and_local_cache_disabled_does(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    pass_env.preauthorize(["movie"])
+    calls = pass_env.preauthorize_calls()
+    assert pass_env.preauthorize(["movie"])["resources"] == [{"id": "movie", "authorized": True}]
+    assert pass_env.preauthorize_calls() == calls
+    pass_env.preauthorize(["movie"], disabled=["LOCAL_CACHE"])
+    assert pass_env.preauthorize_calls() == calls + 1
+    listed = request(pass_env.agent.admin, "auth.list")["result"]
+    decisions = listed["requestors"][REQUESTOR]["decisions"]
+    assert any(d["resource"] == "movie" and d["mvpd"] == MVPD for d in decisions)
+    assert TEST_SOFTWARE_STATEMENT not in json.dumps(listed)
+
+
+def test_twelve_resources_make_three_calls_and_one_ordered_answer(pass_env):
+    pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    calls = pass_env.preauthorize_calls()
+    resources = [f"res{index}" for index in range(12)]
+    result = pass_env.preauthorize(resources, disabled=["LOCAL_CACHE"])
+    assert [r["id"] for r in result["resources"]] == resources
+    assert pass_env.preauthorize_calls() == calls + 3
+
+
+def test_registration_happens_once_across_restarts(pass_env):
+    agent = pass_env.start()
+    pass_env.wait_configured()
+    stop_agent(agent)
+    pass_env.start()
+    pass_env.wait_configured()
+    assert len(pass_env.sim.requests("register")) == 1
+    state = pass_env.sim.call("GET", "/_sim/pass/state")
+    assert len(state["registrations"]) == 1
+
+
+def test_twenty_apps_at_boot_under_the_rate_limit_see_no_throttling_failure(pass_env):
+    pass_env.sim.call("POST", "/_sim/pass/ratelimit", {"enabled": True, "perSecond": 1, "burst": 10})
+    pass_env.login()
+    pass_env.start()
+    results = []
+
+    def app(index):
+        results.append(pass_env.preauthorize([f"channel{index}"]))
+
+    threads = [threading.Thread(target=app, args=(index,)) for index in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 20
+    codes = [r.get("status", {}).get("code") for r in results]
+    # Early answers may honestly say the configuration is still on its way; none may be a throttling failure.
+    assert all(code in (None, "requestor_not_configured") for code in codes), codes
+    pass_env.wait_configured()
+    assert pass_env.preauthorize(["channel0"])["outcome"] == "response"
