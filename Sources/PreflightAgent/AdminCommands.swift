@@ -102,6 +102,7 @@ extension CommandDispatcher {
                 "requests": .integer(Int64(counters.requests)),
                 "replies": .integer(Int64(counters.replies)),
                 "inFlight": .integer(Int64(counters.inFlight)),
+                "refusedOverloaded": .integer(Int64(counters.refusedOverloaded)),
                 "repliesToVanishedPeers": .integer(Int64(counters.repliesToVanishedPeers)),
                 "repliesDroppedAtHighWaterMark": .integer(Int64(counters.repliesDroppedAtHighWaterMark)),
                 "malformedFrames": .integer(Int64(counters.malformedFrames)),

@@ -74,6 +74,7 @@ public final class Agent: Service {
             logger: logger
         )
         runtime.server = server
+        server.setLimits(configuration.admissionLimits)
         do {
             try await server.start()
         } catch {
@@ -165,6 +166,7 @@ public final class Agent: Service {
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
         pass.update(configuration: next.pass.serviceConfiguration)
+        server.setLimits(next.admissionLimits)
         logger.info("configuration reloaded", metadata: ["file": "\(path)"])
         runtime.publish("agent.reloaded", ["applied": true])
         return true

@@ -103,6 +103,11 @@ public struct CommandDispatcher: RequestHandler {
             statistics.record(name, since: started, errorCode: error.code.rawValue)
             return Reply.failure(id: request.id, error: error)
         case .later(let work):
+            guard responder.admit() else {
+                let error = ProtocolError.overloaded(retryAfterMs: 250)
+                statistics.record(name, since: started, errorCode: error.code.rawValue)
+                return Reply.failure(id: request.id, error: error)
+            }
             let statistics = self.statistics
             Task {
                 let reply: [UInt8]

@@ -19,6 +19,10 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var maxMboxesPerCommand = 50
         /// Most resources per `preauthorize`.
         public var maxResourcesPerCommand = 100
+        /// Most requests waiting on an upstream at once; beyond it, `overloaded`.
+        public var maxInFlight = 1024
+        /// Most requests of one connection waiting on an upstream at once.
+        public var maxInFlightPerPeer = 128
         /// Least severe level logged: trace, debug, info, notice, warning, error, critical.
         public var logLevel = "info"
         /// Group of the app and events socket files (`preflight` on a box); absent keeps the agent's group.
@@ -94,6 +98,10 @@ public struct AgentConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    public var admissionLimits: AdmissionLimits {
+        AdmissionLimits(maxInFlight: agent.maxInFlight, maxInFlightPerPeer: agent.maxInFlightPerPeer)
+    }
+
     public var commandLimits: CommandLimits {
         CommandLimits(maxMboxes: agent.maxMboxesPerCommand, maxResources: agent.maxResourcesPerCommand)
     }
@@ -162,6 +170,8 @@ extension AgentConfiguration {
                 into: &configuration.agent.maxResourcesPerCommand,
                 in: 1...10_000
             )
+            try section.integer("maxInFlight", into: &configuration.agent.maxInFlight, in: 1...100_000)
+            try section.integer("maxInFlightPerPeer", into: &configuration.agent.maxInFlightPerPeer, in: 1...100_000)
             try section.optionalString("appSocketGroup", into: &configuration.agent.appSocketGroup)
             try section.optionalString("adminSocketGroup", into: &configuration.agent.adminSocketGroup)
             try section.oneOf(
@@ -405,6 +415,8 @@ extension AgentConfiguration {
                 "maxBodyBytes": .integer(Int64(agent.maxBodyBytes)),
                 "maxMboxesPerCommand": .integer(Int64(agent.maxMboxesPerCommand)),
                 "maxResourcesPerCommand": .integer(Int64(agent.maxResourcesPerCommand)),
+                "maxInFlight": .integer(Int64(agent.maxInFlight)),
+                "maxInFlightPerPeer": .integer(Int64(agent.maxInFlightPerPeer)),
                 "logLevel": .string(agent.logLevel),
                 "appSocketGroup": agent.appSocketGroup.map { .string($0) } ?? .null,
                 "adminSocketGroup": agent.adminSocketGroup.map { .string($0) } ?? .null,

@@ -13,8 +13,9 @@ public enum EndpointRole: String, Sendable {
 /// Handles request bodies for the IPC server. Knows the protocol, not ZeroMQ.
 public protocol RequestHandler: Sendable {
     /// Called on the I/O thread for every request body. Returns the reply body to send at once, or nil
-    /// after taking `responder` to reply later from any thread (work that waits on the network).
-    /// Must not block: every other client waits while it runs.
+    /// after taking `responder` to reply later from any thread (work that waits on the network); work
+    /// is only deferred after `responder.admit()` said yes. Must not block: every other client waits
+    /// while it runs.
     func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]?
 }
 
@@ -24,9 +25,28 @@ public struct Responder: Sendable {
     fileprivate let role: EndpointRole
     fileprivate let envelope: [[UInt8]]
 
-    /// Queues the reply for the I/O thread and wakes it. Call exactly once.
+    /// Reserves a place for deferred work: false when the agent as a whole, or this peer, already has
+    /// as much work waiting on the network as the limits allow (the caller then answers `overloaded`).
+    /// Cheap answers need no place: under overload a cache hit is still served.
+    public func admit() -> Bool {
+        server.admit(peer: envelope[0])
+    }
+
+    /// Queues the reply to admitted work for the I/O thread and wakes it. Call exactly once.
     public func respond(_ body: [UInt8]) {
         server.enqueue(.reply(role: role, frames: envelope + [body], deferred: true))
+    }
+}
+
+/// Bounds on work waiting on the network, so a flood cannot grow memory or tasks without bound, and
+/// one app cannot take every place.
+public struct AdmissionLimits: Sendable, Equatable {
+    public var maxInFlight: Int
+    public var maxInFlightPerPeer: Int
+
+    public init(maxInFlight: Int = 1024, maxInFlightPerPeer: Int = 128) {
+        self.maxInFlight = maxInFlight
+        self.maxInFlightPerPeer = maxInFlightPerPeer
     }
 }
 
@@ -41,6 +61,8 @@ public struct IPCCounters: Sendable, Equatable {
     public var malformedFrames = 0
     public var eventsPublished = 0
     public var inFlight = 0
+    /// Deferred work refused because the limits were reached.
+    public var refusedOverloaded = 0
 }
 
 /// Owns every ZeroMQ socket of the agent on one thread (libzmq sockets are not thread-safe).
@@ -87,6 +109,8 @@ public final class IPCServer: Sendable {
         var phase: Phase = .idle
         var counters = IPCCounters()
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        var inFlightByPeer: [[UInt8]: Int] = [:]
+        var limits = AdmissionLimits()
     }
 
     public let endpoints: Endpoints
@@ -119,6 +143,33 @@ public final class IPCServer: Sendable {
 
     public var counters: IPCCounters {
         shared.withLock { $0.counters }
+    }
+
+    /// Applies new admission limits (configuration reload).
+    public func setLimits(_ limits: AdmissionLimits) {
+        shared.withLock { $0.limits = limits }
+    }
+
+    fileprivate func admit(peer: [UInt8]) -> Bool {
+        shared.withLock { state in
+            let peerCount = state.inFlightByPeer[peer, default: 0]
+            guard state.counters.inFlight < state.limits.maxInFlight, peerCount < state.limits.maxInFlightPerPeer else {
+                state.counters.refusedOverloaded += 1
+                return false
+            }
+            state.counters.inFlight += 1
+            state.inFlightByPeer[peer] = peerCount + 1
+            return true
+        }
+    }
+
+    private func release(peer: [UInt8]) {
+        shared.withLock { state in
+            state.counters.inFlight = max(0, state.counters.inFlight - 1)
+            if let count = state.inFlightByPeer[peer] {
+                state.inFlightByPeer[peer] = count > 1 ? count - 1 : nil
+            }
+        }
     }
 
     /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).
@@ -397,8 +448,6 @@ public final class IPCServer: Sendable {
         let responder = Responder(server: self, role: role, envelope: envelope)
         if let reply = handler.handle(body, role: role, responder: responder) {
             send(envelope + [reply], on: socket, role: role)
-        } else {
-            shared.withLock { $0.counters.inFlight += 1 }
         }
     }
 
@@ -410,7 +459,7 @@ public final class IPCServer: Sendable {
         for item in batch {
             switch item {
             case .reply(let role, let frames, let deferred):
-                if deferred { shared.withLock { $0.counters.inFlight -= 1 } }
+                if deferred { release(peer: frames[0]) }
                 send(frames, on: sockets.socket(for: role), role: role)
             case .event(let topic, let body):
                 do {
