@@ -134,6 +134,7 @@ extension AgentConfiguration {
     /// Reads a configuration file. Unknown keys become warnings; a wrong type or value throws,
     /// naming the key.
     public static func load(path: String) throws(ConfigurationError) -> LoadedConfiguration {
+        try checkNotWritableByOthers(path, describing: "the configuration file")
         let bytes: [UInt8]
         do {
             bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -142,7 +143,26 @@ extension AgentConfiguration {
         }
         var loaded = try parse(bytes)
         loaded.path = path
+        try checkNotWritableByOthers(
+            "\(loaded.configuration.agent.stateDirectory)/pass-registration.json",
+            describing: "the Adobe Pass registration file"
+        )
         return loaded
+    }
+
+    /// Refuses a file others could write: whoever can change the configuration or the stored
+    /// registration can point the agent at another server or impersonate the box.
+    public static func checkNotWritableByOthers(_ path: String, describing what: String) throws(ConfigurationError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }  // absent: nothing to protect yet
+        let mode = info.st_mode & 0o777
+        guard mode & 0o022 == 0 else {
+            throw ConfigurationError(
+                key: "",
+                message: "\(what) \(path) is writable by group or others (mode \(String(mode, radix: 8))); "
+                    + "run: chmod go-w \(path)"
+            )
+        }
     }
 
     /// Reads configuration JSON.
