@@ -69,7 +69,10 @@ public struct JSONWriter: Sendable {
             return
         }
         if number == number.rounded(), abs(number) < 1e15 {
+            // Keep the fraction so the value reads back as a number, not an integer (a round trip must
+            // not change a value's kind; found by tools/fuzz).
             appendASCII(String(Int64(number)))
+            appendASCII(".0")
         } else {
             appendASCII(String(number))
         }

@@ -70,11 +70,17 @@ import Testing
 @Suite struct JSONWriterTests {
     @Test func writesCompactOrderedJSON() {
         let value: JSONValue = ["b": 1, "a": [true, nil, "x"], "n": .number(2.5), "i": .number(3)]
-        #expect(JSONWriter.string(value) == #"{"b":1,"a":[true,null,"x"],"n":2.5,"i":3}"#)
+        #expect(JSONWriter.string(value) == #"{"b":1,"a":[true,null,"x"],"n":2.5,"i":3.0}"#)
     }
 
     @Test func escapesStrings() {
         #expect(JSONWriter.string("q\"b\\n\n\u{1}é") == #""q\"b\\n\n\u0001é""#)
+    }
+
+    @Test func integralNumbersStayNumbersAcrossARoundTrip() throws {
+        // tools/fuzzing/regressions/integral-number-round-trip.json
+        let value = try JSONReader.read(#"{"a":[-2.5e3,0.0,1E2]}"#)
+        #expect(try JSONReader.read(JSONWriter.encode(value)) == value)
     }
 
     @Test func roundTripsThroughTheReader() throws {

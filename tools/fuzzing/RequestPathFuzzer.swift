@@ -1,0 +1,46 @@
+// libFuzzer target over the agent's request path: everything an app's bytes go through before any
+// work would go upstream (envelope, command decoding and validation, reply encoding). Built by
+// tools/fuzz with `swiftc -sanitize=fuzzer,address` together with Sources/PreflightProtocol.
+//
+// Beyond "does not crash", it checks invariants a bug would break:
+// - what the reader accepts, the writer writes back to the same value (no lossy round trip);
+// - every reply the agent would send is valid JSON that a client decodes to the same id.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRequestPath(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let body = Array(UnsafeBufferPointer(start: data, count: size))
+
+    if let value = try? JSONReader.read(body) {
+        let written = JSONWriter.encode(value)
+        guard let reread = try? JSONReader.read(written), reread == value else {
+            fatalError("JSON round trip changed the value of \(body.count) bytes")
+        }
+    }
+
+    let limits = CommandLimits(maxMboxes: 50, maxResources: 100)
+    let reply: [UInt8]
+    let expectedID: String?
+    switch Request.decode(body, maxBodyBytes: 1 << 20) {
+    case .failure(let failure):
+        reply = Reply.failure(id: failure.id, error: failure.error)
+        expectedID = failure.id
+    case .success(let request):
+        expectedID = request.id
+        do {
+            if let command = try AppCommand.decode(request, limits: limits) {
+                reply = Reply.success(id: request.id, result: ["decoded": .string("\(command)".prefix(64).description)])
+            } else {
+                reply = Reply.failure(id: request.id, error: .unknownCommand(request.command))
+            }
+        } catch {
+            guard error.code == .invalidArgument, error.field != nil else {
+                fatalError("argument errors must be invalid_argument with a field, got \(error)")
+            }
+            reply = Reply.failure(id: request.id, error: error)
+        }
+    }
+    guard let decoded = try? Reply.decode(reply), decoded.id == expectedID else {
+        fatalError("a reply did not decode back with its id")
+    }
+    return 0
+}
