@@ -48,6 +48,10 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "StateFiles",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "UpstreamHTTPClient",
             dependencies: [
                 "UpstreamHTTP",
@@ -59,6 +63,7 @@ let package = Package(
             name: "TargetOffers",
             dependencies: [
                 "PreflightProtocol",
+                "StateFiles",
                 "UpstreamHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -68,6 +73,7 @@ let package = Package(
             name: "PassAuthorization",
             dependencies: [
                 "PreflightProtocol",
+                "StateFiles",
                 "UpstreamHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -131,7 +137,7 @@ let package = Package(
         .testTarget(
             name: "PassAuthorizationTests",
             dependencies: [
-                "PassAuthorization", "PreflightProtocol", "UpstreamHTTP", "UpstreamHTTPClient",
+                "PassAuthorization", "PreflightProtocol", "StateFiles", "UpstreamHTTP", "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -1,4 +1,5 @@
 import Logging
+import StateFiles
 import Synchronization
 
 /// The box's DCR registration and its current access token.

@@ -1,4 +1,5 @@
 import Logging
+import StateFiles
 
 /// The two headers that tell Adobe Pass which device is asking: `AP-Device-Identifier` (the key Adobe
 /// binds authenticated profiles and throttling to) and `X-Device-Info`.

@@ -1,5 +1,6 @@
 import Logging
 import PreflightProtocol
+import StateFiles
 
 /// The DCR client credentials of this box, and what they were issued for. Registering is meant to happen
 /// once per box: a registration belongs to one server and one software statement, and is replaced only

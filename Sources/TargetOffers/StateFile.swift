@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PreflightProtocol
+import StateFiles
 
 /// A small JSON file in the state directory, written so that a power cut leaves either the old or the
 /// new version: temporary file, fsync, rename, fsync of the folder. A file that cannot be read is
@@ -38,36 +39,12 @@ public struct StateFile: Sendable {
         }
     }
 
-    /// temp file (same folder) → write → fsync → rename → fsync the folder.
-    public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
+    /// temp file (same folder) → write → fsync → rename → fsync the folder; creates the folder.
+    public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
         let folder = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let temporary = "\(path).tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var ok = bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
+        if !folder.isEmpty {
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
-        ok = ok && fsync(descriptor) == 0
-        close(descriptor)
-        guard ok, rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        }
-        let folderDescriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folderDescriptor >= 0 {
-            fsync(folderDescriptor)
-            close(folderDescriptor)
-        }
+        try FileSystem.writeAtomically(bytes, to: path, mode: mode)
     }
 }

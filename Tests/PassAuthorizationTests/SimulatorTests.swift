@@ -1,5 +1,6 @@
 import Foundation
 import PreflightProtocol
+import StateFiles
 import Testing
 import UpstreamHTTP
 import UpstreamHTTPClient

@@ -151,40 +151,9 @@ class Simulator:
 
 @pytest.fixture
 def agent():
+    """A preflightd of its own (upstreams unreachable), stopped and cleaned up after the test."""
     folder = tempfile.mkdtemp(prefix="pf-py-", dir="/tmp")
-    config = {
-        "agent": {
-            "appEndpoint": f"ipc://{folder}/run/app.sock",
-            "adminEndpoint": f"ipc://{folder}/run/admin.sock",
-            "eventsEndpoint": f"ipc://{folder}/run/events.sock",
-            "stateDirectory": f"{folder}/state",
-        },
-        "target": {"clientCode": "acme", "serverURL": "http://127.0.0.1:9"},
-    }
-    config_path = os.path.join(folder, "preflight.json")
-    with open(config_path, "w") as handle:
-        json.dump(config, handle)
-    log = open(os.path.join(folder, "preflightd.log"), "w")
-    process = subprocess.Popen([os.path.join(bin_dir(), "preflightd"), "--config", config_path], stderr=log, stdout=log)
-    handle = Agent(folder, process, config_path)
-
-    def answers():
-        if process.poll() is not None:
-            raise AssertionError(f"preflightd exited with {process.returncode}")
-        if not os.path.exists(f"{folder}/run/admin.sock"):
-            return False
-        try:
-            return request(handle.admin, "ping", timeout_ms=500)["ok"]
-        except zmq.error.Again:
-            return False
-
-    wait_until("preflightd to answer", answers)
+    handle = start_agent(folder)
     yield handle
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    log.close()
+    stop_agent(handle)
     shutil.rmtree(folder, ignore_errors=True)

@@ -1,3 +1,5 @@
+// The state directory's file operations, shared by every module that keeps state across restarts
+// (TargetOffers: visitor and notification journal; PassAuthorization: registration and device id).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,20 +9,26 @@ import Darwin
 #endif
 
 /// A failed system call: which call, on what, and `errno` read right after it.
-struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertible {
-    var call: String
-    var path: String
-    var errno: Int32
+public struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var call: String
+    public var path: String
+    public var errno: Int32
 
-    var description: String { "\(call) \(path): \(String(cString: strerror(errno))) (errno \(errno))" }
+    public init(call: String, path: String, errno: Int32) {
+        self.call = call
+        self.path = path
+        self.errno = errno
+    }
+
+    public var description: String { "\(call) \(path): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
 /// The handful of file operations the state directory needs, each behind one small function that reads
 /// `errno` at once and retries on EINTR.
-enum FileSystem {
+public enum FileSystem {
     /// The whole file, or nil when it does not exist. Files over `limit` bytes are refused (EFBIG):
     /// a state file never grows that large, and a huge one is not ours.
-    static func readFile(_ path: String, limit: Int = 1 << 20) throws(SystemCallError) -> [UInt8]? {
+    public static func readFile(_ path: String, limit: Int = 1 << 20) throws(SystemCallError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let code = errno
@@ -46,7 +54,7 @@ enum FileSystem {
     /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, never a torn
     /// one: write a temporary file in the same directory with `mode`, fsync it, rename it over `path`,
     /// fsync the directory.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
         let temporary = "\(path).tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         if fd < 0 { throw SystemCallError(call: "open", path: temporary, errno: errno) }
@@ -76,12 +84,12 @@ enum FileSystem {
     }
 
     /// Renames a file; used to move a corrupt state file aside.
-    static func move(_ path: String, to destination: String) throws(SystemCallError) {
+    public static func move(_ path: String, to destination: String) throws(SystemCallError) {
         if rename(path, destination) != 0 { throw SystemCallError(call: "rename", path: path, errno: errno) }
     }
 
     /// Removes a file; a file that is already gone is fine.
-    static func remove(_ path: String) throws(SystemCallError) {
+    public static func remove(_ path: String) throws(SystemCallError) {
         if unlink(path) != 0 {
             let code = errno
             if code != ENOENT { throw SystemCallError(call: "unlink", path: path, errno: code) }
@@ -89,7 +97,7 @@ enum FileSystem {
     }
 
     /// Creates a directory (not its parents) with `mode`; an existing one is fine.
-    static func makeDirectory(_ path: String, mode: mode_t) throws(SystemCallError) {
+    public static func makeDirectory(_ path: String, mode: mode_t) throws(SystemCallError) {
         if mkdir(path, mode) != 0 {
             let code = errno
             if code != EEXIST { throw SystemCallError(call: "mkdir", path: path, errno: code) }
@@ -97,7 +105,7 @@ enum FileSystem {
     }
 
     /// The permission bits of a file, or nil when it cannot be read.
-    static func permissions(of path: String) -> mode_t? {
+    public static func permissions(of path: String) -> mode_t? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return info.st_mode & 0o7777
@@ -110,22 +118,5 @@ enum FileSystem {
         // Best effort: the rename is already visible; this only makes it durable across power loss.
         _ = fsync(fd)
         close(fd)
-    }
-}
-
-/// Wall-clock time in milliseconds since the Unix epoch.
-func systemEpochMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-}
-
-/// The kernel release (`uname -r`), the default `osVersion` of `X-Device-Info`.
-func kernelRelease() -> String {
-    var names = utsname()
-    guard uname(&names) == 0 else { return "unknown" }
-    return withUnsafeBytes(of: &names.release) { raw in
-        let bytes = raw.prefix { $0 != 0 }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
