@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import PassAuthorization
 import PreflightProtocol
@@ -14,6 +15,8 @@ public final class Agent: Service {
     public let target: TargetService
     public let pass: Preauthorizer
     private let transport: AsyncHTTPClientTransport
+    /// systemd's notification socket, when started by systemd (`Type=notify`).
+    private let notifier: SystemdNotifier?
     private let logger: Logger
 
     private init(
@@ -22,8 +25,10 @@ public final class Agent: Service {
         target: TargetService,
         pass: Preauthorizer,
         transport: AsyncHTTPClientTransport,
+        notifier: SystemdNotifier?,
         logger: Logger
     ) {
+        self.notifier = notifier
         self.runtime = runtime
         self.server = server
         self.target = target
@@ -61,6 +66,16 @@ public final class Agent: Service {
             statistics: CommandStatistics(),
             logger: logger
         )
+        let notifier = SystemdNotifier.fromEnvironment()
+        // WATCHDOG=1 goes out from the I/O loop's own tick: a wedged loop stops the pings and systemd
+        // restarts the agent. The loop turns at least twice per ping interval.
+        let watchdog = SystemdWatchdog.fromEnvironment(notifier: notifier)
+        let pingInterval = SystemdNotifier.watchdogInterval(ProcessInfo.processInfo.environment)
+        let tick = pingInterval.map { min(.seconds(1), $0 / 2) } ?? .seconds(1)
+        var onTick: (@Sendable () -> Void)?
+        if let watchdog {
+            onTick = { watchdog.tick() }
+        }
         let server = try IPCServer(
             endpoints: IPCServer.Endpoints(
                 app: configuration.agent.appEndpoint,
@@ -71,23 +86,33 @@ public final class Agent: Service {
             ),
             handler: dispatcher,
             maxBodyBytes: configuration.agent.maxBodyBytes,
-            logger: logger
+            logger: logger,
+            tickInterval: tick,
+            onTick: onTick
         )
         runtime.server = server
         server.setLimits(configuration.admissionLimits)
-        do {
+        do throws(AgentError) {
             try await server.start()
         } catch {
             await transport.shutdown()
             throw error
         }
-        return Agent(runtime: runtime, server: server, target: target, pass: pass, transport: transport, logger: logger)
+        return Agent(
+            runtime: runtime,
+            server: server,
+            target: target,
+            pass: pass,
+            transport: transport,
+            notifier: notifier,
+            logger: logger
+        )
     }
 
     /// Serves until graceful shutdown (SIGTERM, SIGINT), then stops taking requests, lets in-flight
     /// work reply, and removes the socket files.
     public func run() async throws {
-        let notifier = Task { await target.run() }
+        let notificationSender = Task { await target.run() }
         // Registration, token and each requestor's configuration, retried until they succeed.
         let passStartup = Task { await pass.run() }
         defer { passStartup.cancel() }
@@ -97,9 +122,19 @@ public final class Agent: Service {
             }
         }
         defer { reloader.cancel() }
+        // Every endpoint is bound (start() returned): only now may systemd consider us started.
+        notifier?.ready(status: statusLine())
+        let statusUpdates = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(10))
+                notifier?.status(statusLine())
+            }
+        }
+        defer { statusUpdates.cancel() }
         runtime.publish("agent.ready", ["version": .string(preflightVersion)])
         logger.info("ready", metadata: ["version": "\(preflightVersion)"])
         try? await gracefulShutdown()
+        notifier?.stopping()
         logger.info("stopping")
         runtime.publish("agent.stopping", ["reason": "signal"])
         // Stop taking requests first, so nothing new is queued behind the flush.
@@ -118,10 +153,31 @@ public final class Agent: Service {
                 metadata: ["confirmed": "\(confirmed)", "journaled": "\(target.notifications.summary.pending)"]
             )
         }
-        notifier.cancel()
-        await notifier.value
+        notificationSender.cancel()
+        await notificationSender.value
         await transport.shutdown()
         logger.info("stopped")
+    }
+
+    /// One line for `systemctl status`: `serving; 12 offers cached; target ok; pass: 1 of 1 requestors authenticated`.
+    public func statusLine() -> String {
+        let cached = target.cache.summary.entries
+        let counters = target.counters
+        let targetHealth: String
+        switch (counters.lastSuccessAtMs, counters.lastErrorAtMs) {
+        case (nil, nil): targetHealth = "target idle"
+        case (let success?, let failure) where failure.map({ success >= $0 }) ?? true: targetHealth = "target ok"
+        default: targetHealth = "target failing (\(counters.lastErrorCode ?? "error"))"
+        }
+        let requestors = pass.snapshot()["requestors"]?.objectValue ?? JSONObject()
+        let authenticated = requestors.filter { $0.value["session"]?["state"]?.stringValue == "authenticated" }.count
+        var line = "serving; \(cached) offers cached; \(targetHealth)"
+        if !requestors.isEmpty {
+            line += "; pass: \(authenticated) of \(requestors.count) requestors authenticated"
+        }
+        let queued = target.notifications.summary.pending
+        if queued > 0 { line += "; \(queued) notifications queued" }
+        return line
     }
 
     /// Re-reads the configuration file (SIGHUP). Upstream settings, limits, requestors and timeouts
@@ -131,6 +187,9 @@ public final class Agent: Service {
     @discardableResult
     public func reload() -> Bool {
         guard let path = runtime.configurationPath else { return false }
+        notifier?.reloading()
+        // READY=1 again whatever the outcome: systemd waits for it after RELOADING=1.
+        defer { notifier?.ready(status: statusLine()) }
         let loaded: LoadedConfiguration
         do {
             loaded = try AgentConfiguration.load(path: path)

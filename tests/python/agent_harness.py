@@ -61,7 +61,7 @@ def request(endpoint, cmd, args=None, req_id="1", timeout_ms=5000):
         socket.close()
 
 
-def start_agent(folder, target=None, pass_=None, agent_extra=None):
+def start_agent(folder, target=None, pass_=None, agent_extra=None, env=None, wait=True):
     """Starts preflightd with its sockets and state under `folder`; returns once it answers."""
     config = {
         "agent": {
@@ -78,9 +78,16 @@ def start_agent(folder, target=None, pass_=None, agent_extra=None):
     with open(config_path, "w") as handle:
         json.dump(config, handle)
     log = open(os.path.join(folder, "preflightd.log"), "a")
-    process = subprocess.Popen([os.path.join(bin_dir(), "preflightd"), "--config", config_path], stderr=log, stdout=log)
+    process = subprocess.Popen(
+        [os.path.join(bin_dir(), "preflightd"), "--config", config_path],
+        stderr=log,
+        stdout=log,
+        env={**os.environ, **(env or {})},
+    )
     log.close()
     handle = Agent(folder, process, config_path)
+    if not wait:
+        return handle
 
     def answers():
         if process.poll() is not None:
