@@ -17,6 +17,9 @@ public final class Agent: Service {
     private let transport: AsyncHTTPClientTransport
     /// systemd's notification socket, when started by systemd (`Type=notify`).
     private let notifier: SystemdNotifier?
+    /// SIGHUP, trapped before the endpoints are bound: a reload asked for as soon as the agent
+    /// answers must not be lost (nor kill it, SIGHUP's default action).
+    private let hangups: UnixSignalsSequence
     private let logger: Logger
 
     private init(
@@ -26,9 +29,11 @@ public final class Agent: Service {
         pass: Preauthorizer,
         transport: AsyncHTTPClientTransport,
         notifier: SystemdNotifier?,
+        hangups: UnixSignalsSequence,
         logger: Logger
     ) {
         self.notifier = notifier
+        self.hangups = hangups
         self.runtime = runtime
         self.server = server
         self.target = target
@@ -92,6 +97,7 @@ public final class Agent: Service {
         )
         runtime.server = server
         server.setLimits(configuration.admissionLimits)
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         do throws(AgentError) {
             try await server.start()
         } catch {
@@ -105,6 +111,7 @@ public final class Agent: Service {
             pass: pass,
             transport: transport,
             notifier: notifier,
+            hangups: hangups,
             logger: logger
         )
     }
@@ -117,7 +124,7 @@ public final class Agent: Service {
         let passStartup = Task { await pass.run() }
         defer { passStartup.cancel() }
         let reloader = Task {
-            for await _ in await UnixSignalsSequence(trapping: .sighup) {
+            for await _ in hangups {
                 reload()
             }
         }
