@@ -1,0 +1,67 @@
+import ArgumentParser
+import PreflightProtocol
+
+struct Notifications: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show or flush the display notifications waiting for Target (default: status).",
+        subcommands: [NotificationsStatus.self, NotificationsFlush.self],
+        defaultSubcommand: NotificationsStatus.self
+    )
+}
+
+struct NotificationsStatus: AgentCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the notification queue: queued, in flight, sent, the oldest waiting, the last error."
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    func run() throws {
+        let result = try options.call(CommandName.notificationsStatus)
+        if options.json {
+            printJSON(result)
+            return
+        }
+        var lastError = result["lastError"]?.stringValue ?? "none"
+        if let at = result["lastErrorAtMs"]?.doubleValue, result["lastError"]?.stringValue != nil {
+            lastError += " (\(age(sinceEpochMs: at)))"
+        }
+        printRows([
+            ("Queued", number(result["queued"])),
+            ("In flight", number(result["inFlight"])),
+            ("Oldest queued", result["oldestTimestampMs"]?.doubleValue.map { age(sinceEpochMs: $0) } ?? "-"),
+            ("Sent", number(result["sent"])),
+            ("Failed attempts", number(result["failedAttempts"])),
+            ("Dropped (full)", number(result["droppedOverflow"])),
+            ("Replayed", number(result["replayedFromJournal"])),
+            ("Last error", lastError),
+        ])
+    }
+}
+
+struct NotificationsFlush: AgentCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flush",
+        abstract: "Send the queued notifications now, without waiting for the retry backoff."
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    func run() throws {
+        let result = try options.call(CommandName.notificationsFlush)
+        if options.json {
+            printJSON(result)
+            return
+        }
+        let confirmed = result["confirmed"]?.doubleValue ?? 0
+        let queued = result["queued"]?.doubleValue ?? 0
+        var text =
+            "Target confirmed \(counted(result["confirmed"], "notification")); \(number(result["queued"])) still queued"
+        if confirmed == 0 && queued == 0 { text = "Nothing to flush: no notifications were queued" }
+        if let error = result["lastError"]?.stringValue, queued > 0 { text += "; last error: \(error)" }
+        print(text + ".")
+    }
+}

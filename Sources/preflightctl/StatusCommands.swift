@@ -1,0 +1,241 @@
+import ArgumentParser
+import PreflightProtocol
+
+struct Ping: AgentCommand {
+    static let configuration = CommandConfiguration(abstract: "Check that the agent answers, and how fast.")
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    func run() throws {
+        let started = ContinuousClock.now
+        let result = try options.call(CommandName.ping)
+        let elapsed = ContinuousClock.now - started
+        if options.json {
+            printJSON(result)
+        } else {
+            let version = result["version"]?.stringValue ?? "?"
+            let uptime = result["uptimeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "?"
+            print("preflightd \(version) answered in \(formatRoundTrip(elapsed)), up \(uptime)")
+        }
+    }
+}
+
+struct Status: AgentCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the agent, its upstreams' health, the offer cache and the notification queue."
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    func run() throws {
+        let result = try options.call(CommandName.status)
+        if options.json {
+            printJSON(result)
+            return
+        }
+        var rows: [(String, String)] = []
+        rows.append(("Version", result["version"]?.stringValue ?? "?"))
+        rows.append(("PID", result["pid"].map(displayValue) ?? "?"))
+        rows.append(("Uptime", result["uptimeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "?"))
+        rows.append(("Config file", result["configFile"].map(displayValue) ?? "-"))
+        for role in ["app", "admin", "events"] {
+            rows.append(("Endpoint \(role)", result["endpoints"]?[role]?.stringValue ?? "?"))
+        }
+        for upstream in ["target", "pass"] {
+            rows.append(("Upstream \(upstream)", upstreamHealth(result["upstreams"]?[upstream])))
+        }
+        if let target = result["target"] {
+            let cache = target["cache"]
+            rows.append(
+                (
+                    "Offers cached",
+                    "\(counted(cache?["entries"], "entry", plural: "entries")), "
+                        + "\(bytes(cache?["bytes"])) of \(bytes(cache?["budgetBytes"])), "
+                        + "\(counted(cache?["hits"], "hit")), \(counted(cache?["misses"], "miss", plural: "misses")), "
+                        + "\(number(cache?["evictions"])) evicted"
+                )
+            )
+            rows.append(("Defaults served", defaultsSummary(target["loads"]?["defaultsByReason"])))
+            let visitor = target["visitor"]
+            let session = visitor?["sessionAgeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "-"
+            rows.append(
+                (
+                    "Target visitor",
+                    "tntId \(visitor?["tntId"].map(displayValue) ?? "-"), "
+                        + "edge \(visitor?["edgeHost"].map(displayValue) ?? "-"), session \(session) old"
+                )
+            )
+            rows.append(("Notifications", notificationsSummary(target["notifications"])))
+        }
+        if let pass = result["pass"], pass.objectValue != nil {
+            rows.append(
+                (
+                    "Adobe Pass",
+                    "registration \(pass["registration"].map(displayValue) ?? "-"), "
+                        + "access token \(pass["accessToken"].map(displayValue) ?? "-")"
+                )
+            )
+            let requestors = requestorEntries(pass["requestors"])
+            if requestors.isEmpty { rows.append(("Requestors", "none configured (pass.requestors)")) }
+            for (name, requestor) in requestors {
+                rows.append(("Requestor \(name)", requestorSummary(requestor)))
+            }
+        }
+        if let ipc = result["ipc"] {
+            rows.append(("Requests", number(ipc["requests"])))
+            rows.append(("In flight", number(ipc["inFlight"])))
+        }
+        printRows(rows)
+    }
+}
+
+/// "https://acme.tt.omtrdc.net  ok, last success 3m ago" or "...  FAILING: timeout 12s ago (detail)".
+func upstreamHealth(_ health: JSONValue?) -> String {
+    var text = health?["url"]?.stringValue ?? "?"
+    let success = health?["lastSuccessAtMs"]?.doubleValue
+    let failure = health?["lastErrorAtMs"]?.doubleValue
+    switch (success, failure) {
+    case (nil, nil):
+        text += "  (no calls yet)"
+    case (let success?, nil):
+        text += "  ok, last success \(age(sinceEpochMs: success))"
+    case (let success?, let failure?) where success >= failure:
+        text += "  ok, last success \(age(sinceEpochMs: success)), last error \(age(sinceEpochMs: failure))"
+    default:
+        let code = health?["lastErrorCode"]?.stringValue ?? "error"
+        text += "  FAILING: \(code) \(age(sinceEpochMs: failure ?? 0))"
+        if let detail = health?["lastError"]?.stringValue { text += " (\(detail))" }
+    }
+    if let calls = health?["calls"], success != nil || failure != nil {
+        text += "; \(counted(calls, "call")), \(counted(health?["errors"], "error"))"
+    }
+    return text
+}
+
+/// "none" or "noContent 1, timeout 3".
+func defaultsSummary(_ reasons: JSONValue?) -> String {
+    guard let reasons = reasons?.objectValue, !reasons.isEmpty else { return "none" }
+    return reasons.map { "\($0.key) \(displayValue($0.value))" }.joined(separator: ", ")
+}
+
+/// "1 queued (oldest 4s ago), 4 sent, last error: HTTP 503 (3s ago)".
+func notificationsSummary(_ queue: JSONValue?) -> String {
+    var text = "\(number(queue?["queued"])) queued"
+    if let oldest = queue?["oldestTimestampMs"]?.doubleValue {
+        text += " (oldest \(age(sinceEpochMs: oldest)))"
+    }
+    text += ", \(number(queue?["sent"])) sent"
+    if let error = queue?["lastError"]?.stringValue {
+        text += ", last error: \(error)"
+        if let at = queue?["lastErrorAtMs"]?.doubleValue { text += " (\(age(sinceEpochMs: at)))" }
+    }
+    return text
+}
+
+struct Stats: AgentCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show request latency per command, upstream latency, the offer hit ratio and defaults served.",
+        discussion: """
+            Latencies are nearest-rank percentiles over each command's most recent 2,048 replies, measured in \
+            the agent from a request's arrival to its reply. Counters run from the agent's start or the last \
+            --reset.
+            """
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    @Flag(name: .long, help: "Reset the counters after reading them.")
+    var reset = false
+
+    func run() throws {
+        let result = try options.call(CommandName.stats, args: reset ? ["reset": true] : nil)
+        if options.json {
+            printJSON(result)
+            return
+        }
+        if let commands = result["commands"]?.objectValue, !commands.isEmpty {
+            var table = TextTable([
+                .left("COMMAND"), .right("COUNT"), .right("P50"), .right("P90"), .right("P99"), .left("ERRORS"),
+            ])
+            for (name, entry) in commands {
+                let errors = entry["errors"]?.objectValue.map { errors in
+                    errors.map { "\($0.key) \(displayValue($0.value))" }.joined(separator: ", ")
+                }
+                table.append([
+                    name, number(entry["count"]), latency(entry["p50Ms"]), latency(entry["p90Ms"]),
+                    latency(entry["p99Ms"]), errors.flatMap { $0.isEmpty ? nil : $0 } ?? "-",
+                ])
+            }
+            table.print()
+        } else {
+            print("No requests since the agent started or the counters were reset.")
+        }
+        print()
+        var rows: [(String, String)] = []
+        for (name, upstream) in result["upstreams"]?.objectValue ?? JSONObject() {
+            var text = "\(counted(upstream["calls"], "call")), \(counted(upstream["errors"], "error"))"
+            let latencies = upstream["latency"]
+            if latencies?["p50Ms"] != nil {
+                text += "; latency p50 \(latency(latencies?["p50Ms"])), p90 \(latency(latencies?["p90Ms"])), "
+                text += "p99 \(latency(latencies?["p99Ms"]))"
+            }
+            rows.append(("Upstream \(name)", text))
+        }
+        let offers = result["offers"]
+        let lookups = "\(counted(offers?["hits"], "hit")), \(counted(offers?["misses"], "miss", plural: "misses"))"
+        rows.append(
+            (
+                "Offer hit ratio",
+                offers?["hitRatio"]?.doubleValue == nil
+                    ? "- (no offer loads yet)" : "\(percent(offers?["hitRatio"])) (\(lookups))"
+            )
+        )
+        rows.append(("Evictions", number(offers?["evictions"])))
+        rows.append(("Network loads", number(offers?["networkLoads"])))
+        rows.append(("Defaults served", defaultsSummary(offers?["defaultsByReason"])))
+        rows.append(
+            (
+                "Prefetches",
+                "\(counted(offers?["prefetchCommands"], "command")), \(counted(offers?["prefetchedMboxes"], "mbox", plural: "mboxes"))"
+            )
+        )
+        if let queue = result["notifications"] {
+            rows.append(("Notifications", notificationsSummary(queue)))
+        }
+        printRows(rows)
+        if reset { print("\nCounters reset.") }
+    }
+}
+
+/// The requestors of a Pass result, by id: an object keyed by requestor id, or an array of objects naming
+/// theirs in `requestor`, `id` or `name`.
+func requestorEntries(_ value: JSONValue?) -> [(String, JSONValue)] {
+    if let object = value?.objectValue {
+        return object.map { ($0.key, $0.value) }
+    }
+    return (value?.arrayValue ?? []).enumerated().map { index, requestor in
+        let name = ["requestor", "id", "name"].lazy.compactMap { requestor[$0]?.stringValue }.first
+        return (name ?? String(index + 1), requestor)
+    }
+}
+
+/// "configuration configured, session authenticated (mvpd Comcast), cachedDecisions 2": a requestor's
+/// scalar fields and the `state` of its nested objects.
+func requestorSummary(_ requestor: JSONValue) -> String {
+    var parts: [String] = []
+    for (key, value) in requestor.objectValue ?? JSONObject() {
+        switch value {
+        case .object(let nested):
+            guard let state = nested["state"] else { continue }
+            var part = "\(words(key)) \(displayValue(state))"
+            if let mvpd = nested["mvpd"]?.stringValue { part += " (mvpd \(mvpd))" }
+            parts.append(part)
+        case .array: continue
+        default: parts.append("\(words(key)) \(displayScalar(value, key: key))")
+        }
+    }
+    return parts.isEmpty ? "-" : parts.joined(separator: ", ")
+}
