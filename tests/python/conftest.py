@@ -38,3 +38,7 @@ def target_env():
     sim.stop()
     shutil.rmtree(folder, ignore_errors=True)
     assert violations["count"] == 0, violations
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: builds release binaries (minutes); still runs by default")
