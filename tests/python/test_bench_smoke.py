@@ -1,0 +1,51 @@
+"""tools/bench --smoke: the benchmark still works end to end (tiny counts, debug binaries). Not a speed test:
+no figure is compared with a goal here, only that every section measured something."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from agent_harness import REPO, bin_dir
+
+SECTIONS = ["latency", "throughput", "hol", "economy", "http", "footprint", "growth"]
+
+
+def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
+    doc = os.path.join(REPO, "docs", "BENCHMARKS.md")
+    doc_before = open(doc, "rb").read() if os.path.exists(doc) else None
+    with tempfile.TemporaryDirectory(prefix="pf-bench-smoke-") as folder:
+        results_path = os.path.join(folder, "results.json")
+        env = dict(os.environ, PREFLIGHT_BIN_DIR=bin_dir())
+        completed = subprocess.run(
+            [sys.executable, os.path.join(REPO, "tools", "bench"), "--smoke", "--json", results_path],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+        assert completed.returncode == 0, completed.stderr[-4000:] + completed.stdout[-2000:]
+        results = json.load(open(results_path))
+
+    assert results["mode"] == "smoke"
+    assert results["error"] is None
+    assert sorted(results["sections"]) == sorted(SECTIONS)
+    for section, result in results["sections"].items():
+        assert result["rows"], f"{section} produced no row"
+        for row in result["rows"]:
+            assert row["agent"] not in ("", "—", None), f"{section}: {row['measurement']} measured nothing"
+            assert row["result"] in ("pass", "FAIL", "n/a"), row
+
+    # Counting, not timing: these hold at any speed.
+    economy = results["sections"]["economy"]["details"]
+    assert economy["prefetch20"]["calls"] == 1
+    assert economy["coalesced"]["calls"] == 1
+    assert economy["notifications"]["notificationsDelivered"] == economy["notifications"]["loads"]
+    assert results["sections"]["hol"]["details"]["validRuns"] >= 1
+
+    # The table went to stdout; the doc is written only by a full run (or --write).
+    assert "| section | measurement | reference | agent | ratio | goal | result |" in completed.stdout
+    assert (open(doc, "rb").read() if os.path.exists(doc) else None) == doc_before
