@@ -87,6 +87,8 @@ extension CommandDispatcher {
     func statusResult() -> JSONValue {
         let configuration = runtime.configuration
         let counters = runtime.server?.counters ?? IPCCounters()
+        // One snapshot serves both the Pass health and the requestor summary: it is built under the Pass lock.
+        let passSnapshot = pass.snapshot()
         return [
             "version": .string(preflightVersion),
             "pid": .integer(Int64(ProcessInfo.processInfo.processIdentifier)),
@@ -110,7 +112,7 @@ extension CommandDispatcher {
             ],
             "upstreams": [
                 "target": targetHealth(configuration),
-                "pass": passHealth(configuration),
+                "pass": passHealth(configuration, passSnapshot),
             ],
             "target": [
                 "cache": cacheResult(),
@@ -118,21 +120,20 @@ extension CommandDispatcher {
                 "notifications": notificationsResult(),
                 "loads": loadsResult(),
             ],
-            "pass": passSummary(),
+            "pass": passSummary(passSnapshot),
         ]
     }
 
-    private func passHealth(_ configuration: AgentConfiguration) -> JSONValue {
+    private func passHealth(_ configuration: AgentConfiguration, _ snapshot: JSONValue) -> JSONValue {
         var health: JSONObject = ["url": .string(configuration.pass.effectiveServerURL)]
-        if let upstream = pass.snapshot()["upstream"]?.objectValue {
+        if let upstream = snapshot["upstream"]?.objectValue {
             for member in upstream { health[member.key] = member.value }
         }
         return .object(health)
     }
 
     /// Per requestor: configuration state and the authentication session (auth.list has the rest).
-    private func passSummary() -> JSONValue {
-        let snapshot = pass.snapshot()
+    private func passSummary(_ snapshot: JSONValue) -> JSONValue {
         var requestors = JSONObject()
         for member in snapshot["requestors"]?.objectValue ?? JSONObject() {
             requestors[member.key] = [
