@@ -215,13 +215,16 @@ public struct JSONReader {
     private mutating func readString() throws(JSONReadError) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes. Validate UTF-8 and control characters while scanning.
+        // Fast path: no escapes. Control characters are refused while scanning; UTF-8 is validated
+        // only when a byte outside ASCII was seen (protocol strings are nearly always ASCII).
+        var seen: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
+            seen |= byte
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                return try makeString(slice, at: start)
+                return seen < 0x80 ? String(decoding: slice, as: UTF8.self) : try makeString(slice, at: start)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string") }

@@ -31,7 +31,7 @@ public struct DeliveryCodec: Sendable {
         visitor: VisitorSession.Snapshot,
         timeOffsetInMinutes: Int
     ) -> HTTPRequest {
-        var body: JSONObject = ["requestId": .string(UUID().uuidString.lowercased())]
+        var body: JSONObject = ["requestId": .string(RandomUUID.make())]
         body["context"] = .object(context(timeOffsetInMinutes: timeOffsetInMinutes))
         if let tntId = visitor.tntId {
             body["id"] = ["tntId": .string(tntId)]

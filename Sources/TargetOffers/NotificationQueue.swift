@@ -18,7 +18,7 @@ public struct DisplayNotification: Sendable, Hashable {
         profileParameters: [Parameter],
         timestampMs: Int64
     ) -> DisplayNotification {
-        let id = UUID().uuidString.lowercased()
+        let id = RandomUUID.make()
         var mbox: JSONObject = ["name": .string(offer.name)]
         if let state = offer.state { mbox["state"] = .string(state) }
         var body: JSONObject = [

@@ -51,7 +51,7 @@ public final class VisitorSession: Sendable {
         self.timeout = Mutex(timeout)
         let stored = stateFile?.read()
         let tntId = stored?["tntId"]?.stringValue
-        state = Mutex(State(sessionId: UUID().uuidString.lowercased(), sessionStarted: clock.now(), tntId: tntId))
+        state = Mutex(State(sessionId: RandomUUID.make(), sessionStarted: clock.now(), tntId: tntId))
     }
 
     public func setTimeout(_ duration: Duration) {
@@ -65,7 +65,7 @@ public final class VisitorSession: Sendable {
         let limit = timeout.withLock { $0 }
         return state.withLock { state in
             if let last = state.lastUsed, now - last > limit {
-                state.sessionId = UUID().uuidString.lowercased()
+                state.sessionId = RandomUUID.make()
                 state.edgeHost = nil
                 state.sessionStarted = now
             }

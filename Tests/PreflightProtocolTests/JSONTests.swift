@@ -43,11 +43,15 @@ import Testing
         #expect(throws: JSONReadError.self) { try JSONReader.read(#"{"a":1,"b":2,"a":3}"#) }
     }
 
-    @Test func refusesInvalidUTF8() {
+    @Test func refusesInvalidUTF8() throws {
         let bytes: [UInt8] = [UInt8(ascii: "\""), 0xC3, 0x28, UInt8(ascii: "\"")]
         #expect(throws: JSONReadError.self) { try JSONReader.read(bytes) }
         let overlong: [UInt8] = [UInt8(ascii: "\""), 0xC0, 0xAF, UInt8(ascii: "\"")]
         #expect(throws: JSONReadError.self) { try JSONReader.read(overlong) }
+        // ASCII around the bad byte must not let the ASCII fast path skip validation.
+        let hidden = Array(#""abc"#.utf8) + [0xFF] + Array(#"def""#.utf8)
+        #expect(throws: JSONReadError.self) { try JSONReader.read(hidden) }
+        #expect(try JSONReader.read(Array(#"["ascii","é😀"]"#.utf8)) == ["ascii", "é😀"])
     }
 
     @Test func refusesDeepNestingWithoutRecursingFurther() {
@@ -75,6 +79,25 @@ import Testing
 
     @Test func escapesStrings() {
         #expect(JSONWriter.string("q\"b\\n\n\u{1}é") == #""q\"b\\n\n\u0001é""#)
+    }
+
+    @Test func escapesEveryControlCharacterAndCopiesTheRunsBetween() throws {
+        for byte in UInt8(0)..<0x20 {
+            let text = "ab" + String(UnicodeScalar(byte)) + "cd\"e"
+            let encoded = JSONWriter.encode(.string(text))
+            #expect(!encoded.contains(byte), "raw control byte \(byte) in \(encoded)")
+            #expect(try JSONReader.read(encoded) == .string(text))
+        }
+        #expect(JSONWriter.string("") == #""""#)
+        #expect(JSONWriter.string("\"") == #""\"""#)
+        #expect(JSONWriter.string("plain ascii") == #""plain ascii""#)
+    }
+
+    @Test func writesIntegersAtBothEnds() throws {
+        for number: Int64 in [0, 7, -7, 10, -10, 1_000_000_007, .max, .min] {
+            #expect(JSONWriter.string(.integer(number)) == String(number))
+            #expect(try JSONReader.read(JSONWriter.encode(.integer(number))) == .integer(number))
+        }
     }
 
     @Test func integralNumbersStayNumbersAcrossARoundTrip() throws {

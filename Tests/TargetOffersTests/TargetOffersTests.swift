@@ -63,6 +63,23 @@ private func offer(
 
 private let logger = Logger(label: "test")
 
+@Suite struct RandomUUIDTests {
+    @Test func versionFourLowercaseAndUnique() {
+        var seen = Set<String>()
+        for _ in 0..<10_000 {
+            let id = RandomUUID.make()
+            let bytes = Array(id.utf8)
+            #expect(bytes.count == 36)
+            #expect([8, 13, 18, 23].allSatisfy { bytes[$0] == UInt8(ascii: "-") })
+            #expect(bytes[14] == UInt8(ascii: "4"), "version nibble in \(id)")
+            #expect("89ab".utf8.contains(bytes[19]), "variant nibble in \(id)")
+            #expect(id.allSatisfy { "0123456789abcdef-".contains($0) })
+            seen.insert(id)
+        }
+        #expect(seen.count == 10_000)
+    }
+}
+
 @Suite struct PrefetchCacheTests {
     @Test func laterPrefetchOfTheSameNameReplacesTheEntry() {
         let cache = PrefetchCache(budgetBytes: 1 << 20)
