@@ -48,9 +48,6 @@ public struct DeliveryCodec: Sendable {
         if !execute.isEmpty {
             body["execute"] = ["mboxes": .array(mboxes(execute, profileParameters: profileParameters))]
         }
-        if !notifications.isEmpty {
-            body["notifications"] = .array(notifications.map(\.deliveryJSON))
-        }
         return HTTPRequest(
             method: "POST",
             url: url(visitor: visitor),
@@ -61,9 +58,26 @@ public struct DeliveryCodec: Sendable {
                 (name: "X-EXC-SDK", value: "Preflight"),
                 (name: "X-EXC-SDK-Version", value: preflightVersion),
             ],
-            body: JSONWriter.encode(.object(body)),
+            body: Self.encode(body, notifications: notifications),
             timeout: configuration.timeout
         )
+    }
+
+    /// The body, with the notifications' prepared bytes spliced in as the last member.
+    static func encode(_ body: JSONObject, notifications: [DisplayNotification]) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 512 + notifications.reduce(0) { $0 + $1.encoded.count + 1 })
+        writer.write(.object(body))
+        guard !notifications.isEmpty else { return writer.bytes }
+        // `body` always has members (requestId, context), so the closing brace becomes a comma.
+        var bytes = writer.bytes
+        bytes.removeLast()
+        bytes.append(contentsOf: #","notifications":["#.utf8)
+        for (offset, notification) in notifications.enumerated() {
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: notification.encoded)
+        }
+        bytes.append(contentsOf: "]}".utf8)
+        return bytes
     }
 
     /// `{serverURL or edge host}/rest/v1/delivery?client=…&sessionId=…`.

@@ -4,14 +4,18 @@ import PreflightProtocol
 import Synchronization
 
 /// A display notification: Target learns that a prefetched mbox was shown.
+///
+/// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
+/// later into a Delivery request as those bytes, never rebuilt as a tree.
 public struct DisplayNotification: Sendable, Hashable {
     public var id: String
     public var timestampMs: Int64
     public var mboxName: String
-    /// The body of the Delivery API `notifications` item.
-    public var deliveryJSON: JSONValue
-
+    /// The Delivery API `notifications` item, encoded:
     /// `{id, type: "display", timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
+    public var encoded: [UInt8]
+
+    /// Built on a cache hit from the offer's prepared fragment: no JSON tree, one buffer.
     public static func display(
         of offer: CachedOffer,
         targeting: MboxTargeting,
@@ -19,26 +23,32 @@ public struct DisplayNotification: Sendable, Hashable {
         timestampMs: Int64
     ) -> DisplayNotification {
         let id = RandomUUID.make()
-        var mbox: JSONObject = ["name": .string(offer.name)]
-        if let state = offer.state { mbox["state"] = .string(state) }
-        var body: JSONObject = [
-            "id": .string(id),
-            "type": "display",
-            "timestamp": .integer(timestampMs),
-            "mbox": .object(mbox),
-            "tokens": .array(offer.eventTokens.map { .string($0) }),
-        ]
-        body.merge(DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters))
-        return DisplayNotification(id: id, timestampMs: timestampMs, mboxName: offer.name, deliveryJSON: .object(body))
+        var writer = JSONWriter(reservingCapacity: 96 + offer.notificationFragment.count)
+        writer.appendASCII("{\"id\":")
+        writer.writeString(id)
+        writer.appendASCII(",\"type\":\"display\",\"timestamp\":")
+        writer.writeInteger(timestampMs)
+        writer.appendASCII(",")
+        writer.writeRaw(offer.notificationFragment)
+        let targetingMembers = DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters)
+        for member in targetingMembers {
+            writer.appendASCII(",")
+            writer.writeString(member.key)
+            writer.appendASCII(":")
+            writer.write(member.value)
+        }
+        writer.appendASCII("}")
+        return DisplayNotification(id: id, timestampMs: timestampMs, mboxName: offer.name, encoded: writer.bytes)
     }
 
-    public init(id: String, timestampMs: Int64, mboxName: String, deliveryJSON: JSONValue) {
+    public init(id: String, timestampMs: Int64, mboxName: String, encoded: [UInt8]) {
         self.id = id
         self.timestampMs = timestampMs
         self.mboxName = mboxName
-        self.deliveryJSON = deliveryJSON
+        self.encoded = encoded
     }
 
+    /// From a journal entry.
     init?(deliveryJSON: JSONValue) {
         guard let id = deliveryJSON["id"]?.stringValue, let timestamp = deliveryJSON["timestamp"]?.doubleValue else {
             return nil
@@ -46,7 +56,7 @@ public struct DisplayNotification: Sendable, Hashable {
         self.id = id
         self.timestampMs = Int64(timestamp)
         self.mboxName = deliveryJSON["mbox"]?["name"]?.stringValue ?? ""
-        self.deliveryJSON = deliveryJSON
+        self.encoded = JSONWriter.encode(deliveryJSON)
     }
 }
 
@@ -214,8 +224,15 @@ public final class NotificationQueue: Sendable {
 
     // MARK: Journal
 
+    private static let addPrefix = Array(#"{"add":"#.utf8)
+
     private static func journalLine(add notification: DisplayNotification) -> [UInt8] {
-        JSONWriter.encode(["add": notification.deliveryJSON]) + [0x0A]
+        var line = addPrefix
+        line.reserveCapacity(addPrefix.count + notification.encoded.count + 2)
+        line.append(contentsOf: notification.encoded)
+        line.append(UInt8(ascii: "}"))
+        line.append(0x0A)
+        return line
     }
 
     private static func journalLine(ack ids: [String]) -> [UInt8] {

@@ -21,85 +21,142 @@ public struct OfferOption: Sendable, Hashable {
 }
 
 /// A prefetched mbox: what is needed to answer a load and to tell Target it was shown.
-public struct CachedOffer: Sendable {
+///
+/// Immutable once cached and shared by reference: a cache hit hands out a pointer, not a copy of the
+/// content. Everything a hit needs is prepared here, once: the content as a JSON string, and the part
+/// of a display notification that depends only on the offer.
+public final class CachedOffer: Sendable {
     public let name: String
     public let options: [OfferOption]
     public let state: String?
-    /// The options' content concatenated in order: what `loadRequests` returns.
-    public let content: String
-    /// `content` already encoded as a JSON string, so a cache hit appends bytes instead of escaping.
+    /// The options' content concatenated in order, encoded as a JSON string: what `loadRequests`
+    /// returns, appended to the reply without escaping again.
     public let encodedContent: [UInt8]
     public let eventTokens: [String]
+    /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
+    /// depend on the offer.
+    let notificationFragment: [UInt8]
     public let cachedAt: ContinuousClock.Instant
     public let cachedAtEpochMs: Int64
-    public internal(set) var hits = 0
-    public internal(set) var lastHitAt: ContinuousClock.Instant?
+    private let hitCount = Atomic<Int>(0)
 
-    /// Approximate bytes this entry holds (content, encoded copy, tokens, state, name).
+    /// Approximate bytes this entry holds (options, encoded content, notification fragment, tokens,
+    /// state, name), for the cache budget.
     public let bytes: Int
 
     public init(name: String, options: [OfferOption], state: String?, now: ContinuousClock.Instant, epochMs: Int64) {
         self.name = name
         self.options = options
         self.state = state
-        self.content = options.map(\.contentText).joined()
+        let content = options.map(\.contentText).joined()
         var writer = JSONWriter(reservingCapacity: content.utf8.count + 2)
         writer.writeString(content)
         self.encodedContent = writer.bytes
         self.eventTokens = options.compactMap(\.eventToken)
+        var fragment = JSONWriter()
+        fragment.appendASCII("\"mbox\":{\"name\":")
+        fragment.writeString(name)
+        if let state {
+            fragment.appendASCII(",\"state\":")
+            fragment.writeString(state)
+        }
+        fragment.appendASCII("},\"tokens\":")
+        fragment.write(.array(eventTokens.map { .string($0) }))
+        self.notificationFragment = fragment.bytes
         self.cachedAt = now
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
-        // Content is held twice (text and encoded); 128 bytes stand for the entry's fixed overhead.
+        // The options hold the content once more; 160 bytes stand for the entry's fixed overhead.
         self.bytes =
-            content.utf8.count + encodedContent.count + tokenBytes + (state?.utf8.count ?? 0) + name.utf8.count * 2
-            + 128
+            content.utf8.count + encodedContent.count + notificationFragment.count + tokenBytes
+            + (state?.utf8.count ?? 0) + name.utf8.count * 2 + 160
+    }
+
+    /// The options' content concatenated in order, as `loadRequests` returns it.
+    public var content: String {
+        options.map(\.contentText).joined()
+    }
+
+    /// Loads answered from this entry.
+    public var hits: Int {
+        hitCount.load(ordering: .relaxed)
+    }
+
+    func countHit() {
+        hitCount.add(1, ordering: .relaxed)
     }
 }
 
 /// The prefetch cache: keyed by mbox name, shared by every app, bounded by a byte budget with the
 /// least recently used entries evicted first. Never written to disk.
 ///
-/// Guarded by a `Mutex` so the I/O thread reads it without a hop. Recency is an intrusive doubly
-/// linked list threaded through the dictionary's values by name, so a hit, a store and an eviction
-/// each cost O(1) dictionary operations whatever the number of entries.
+/// Guarded by a `Mutex` so the I/O thread reads it without a hop. Entries live in an array of slots
+/// threaded into a doubly linked recency list by index, with a dictionary from name to slot: a hit is
+/// one hash lookup and a few integer writes, whatever the number of entries.
 public final class PrefetchCache: Sendable {
-    private struct Node: Sendable {
-        var offer: CachedOffer
-        var older: String?
-        var newer: String?
+    private struct Slot: Sendable {
+        var offer: CachedOffer?
+        var older = -1
+        var newer = -1
     }
 
     private struct State: Sendable {
-        var nodes: [String: Node] = [:]
-        var oldest: String?
-        var newest: String?
+        var index: [String: Int] = [:]
+        var slots: [Slot] = []
+        var freeSlots: [Int] = []
+        var oldest = -1
+        var newest = -1
         var bytes = 0
         var budget: Int
         var evictions = 0
 
-        mutating func unlink(_ name: String) {
-            guard let node = nodes[name] else { return }
-            if let older = node.older { nodes[older]?.newer = node.newer } else { oldest = node.newer }
-            if let newer = node.newer { nodes[newer]?.older = node.older } else { newest = node.older }
-            nodes[name]?.older = nil
-            nodes[name]?.newer = nil
+        mutating func unlink(_ slot: Int) {
+            let older = slots[slot].older
+            let newer = slots[slot].newer
+            if older >= 0 { slots[older].newer = newer } else { oldest = newer }
+            if newer >= 0 { slots[newer].older = older } else { newest = older }
+            slots[slot].older = -1
+            slots[slot].newer = -1
         }
 
-        mutating func linkAsNewest(_ name: String) {
-            nodes[name]?.older = newest
-            nodes[name]?.newer = nil
-            if let newest { nodes[newest]?.newer = name }
-            newest = name
-            if oldest == nil { oldest = name }
+        mutating func linkAsNewest(_ slot: Int) {
+            slots[slot].older = newest
+            slots[slot].newer = -1
+            if newest >= 0 { slots[newest].newer = slot }
+            newest = slot
+            if oldest < 0 { oldest = slot }
+        }
+
+        mutating func insert(_ offer: CachedOffer) {
+            let slot: Int
+            if let free = freeSlots.popLast() {
+                slot = free
+                slots[slot] = Slot(offer: offer)
+            } else {
+                slot = slots.count
+                slots.append(Slot(offer: offer))
+            }
+            index[offer.name] = slot
+            linkAsNewest(slot)
+            bytes += offer.bytes
         }
 
         mutating func remove(_ name: String) -> CachedOffer? {
-            guard nodes[name] != nil else { return nil }
-            unlink(name)
-            guard let node = nodes.removeValue(forKey: name) else { return nil }
-            bytes -= node.offer.bytes
-            return node.offer
+            guard let slot = index.removeValue(forKey: name), let offer = slots[slot].offer else { return nil }
+            unlink(slot)
+            slots[slot].offer = nil
+            freeSlots.append(slot)
+            bytes -= offer.bytes
+            return offer
+        }
+
+        mutating func removeAll() {
+            index = [:]
+            slots = []
+            freeSlots = []
+            oldest = -1
+            newest = -1
+            bytes = 0
         }
     }
 
@@ -115,9 +172,7 @@ public final class PrefetchCache: Sendable {
     public func store(_ offer: CachedOffer) -> Int {
         state.withLock { state in
             _ = state.remove(offer.name)
-            state.nodes[offer.name] = Node(offer: offer)
-            state.linkAsNewest(offer.name)
-            state.bytes += offer.bytes
+            state.insert(offer)
             return Self.evict(&state)
         }
     }
@@ -125,20 +180,19 @@ public final class PrefetchCache: Sendable {
     /// The entry for `name`, counted as a hit and made most recent.
     public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
         state.withLock { state in
-            guard state.nodes[name] != nil else { return nil }
-            state.nodes[name]?.offer.hits += 1
-            state.nodes[name]?.offer.lastHitAt = now
-            if state.newest != name {
-                state.unlink(name)
-                state.linkAsNewest(name)
+            guard let slot = state.index[name], let offer = state.slots[slot].offer else { return nil }
+            offer.countHit()
+            if state.newest != slot {
+                state.unlink(slot)
+                state.linkAsNewest(slot)
             }
-            return state.nodes[name]?.offer
+            return offer
         }
     }
 
     /// The entry without counting a hit (for admin views).
     public func peek(_ name: String) -> CachedOffer? {
-        state.withLock { $0.nodes[name]?.offer }
+        state.withLock { state in state.index[name].flatMap { state.slots[$0].offer } }
     }
 
     /// Removes every entry, or the one named; returns how many were removed.
@@ -147,11 +201,8 @@ public final class PrefetchCache: Sendable {
             if let name {
                 return state.remove(name) == nil ? 0 : 1
             }
-            let count = state.nodes.count
-            state.nodes = [:]
-            state.oldest = nil
-            state.newest = nil
-            state.bytes = 0
+            let count = state.index.count
+            state.removeAll()
             return count
         }
     }
@@ -171,18 +222,18 @@ public final class PrefetchCache: Sendable {
     }
 
     public var summary: Summary {
-        state.withLock { Summary(entries: $0.nodes.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions) }
+        state.withLock { Summary(entries: $0.index.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions) }
     }
 
     /// Entries, most recently used first.
     public var entries: [CachedOffer] {
         state.withLock { state in
             var result: [CachedOffer] = []
-            result.reserveCapacity(state.nodes.count)
+            result.reserveCapacity(state.index.count)
             var cursor = state.newest
-            while let name = cursor, let node = state.nodes[name] {
-                result.append(node.offer)
-                cursor = node.older
+            while cursor >= 0, let offer = state.slots[cursor].offer {
+                result.append(offer)
+                cursor = state.slots[cursor].older
             }
             return result
         }
@@ -190,8 +241,8 @@ public final class PrefetchCache: Sendable {
 
     private static func evict(_ state: inout State) -> Int {
         var evicted = 0
-        while state.bytes > state.budget, let oldest = state.oldest {
-            if state.remove(oldest) != nil { evicted += 1 }
+        while state.bytes > state.budget, state.oldest >= 0, let offer = state.slots[state.oldest].offer {
+            if state.remove(offer.name) != nil { evicted += 1 }
         }
         state.evictions += evicted
         return evicted
