@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        // Already in the graph through SwiftNIO; named for its Deque (the notification queue).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         .systemLibrary(
@@ -65,6 +67,7 @@ let package = Package(
                 "PreflightProtocol",
                 "StateFiles",
                 "UpstreamHTTP",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

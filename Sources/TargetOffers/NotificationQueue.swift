@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Logging
 import PreflightProtocol
@@ -79,7 +80,7 @@ public final class NotificationQueue: Sendable {
     }
 
     private struct State: Sendable {
-        var pending: [DisplayNotification] = []
+        var pending = Deque<DisplayNotification>()
         var inFlight: [String: DisplayNotification] = [:]
         var journal: CInt = -1
         var journalDirty = false
@@ -149,7 +150,7 @@ public final class NotificationQueue: Sendable {
                 }
             }
             state.counters.sent += confirmed.count
-            state.pending.insert(contentsOf: unconfirmed, at: 0)
+            state.pending.prepend(contentsOf: unconfirmed)
             state.consecutiveFailures = 0
             state.retryAt = nil
             if !confirmed.isEmpty { appendLocked(&state, Self.journalLine(ack: confirmed)) }
@@ -164,7 +165,7 @@ public final class NotificationQueue: Sendable {
         let epoch = clock.epochMilliseconds()
         state.withLock { state in
             for notification in batch { state.inFlight[notification.id] = nil }
-            state.pending.insert(contentsOf: batch, at: 0)
+            state.pending.prepend(contentsOf: batch)
             state.consecutiveFailures += 1
             state.counters.failedAttempts += 1
             state.counters.lastError = error
@@ -304,7 +305,7 @@ public final class NotificationQueue: Sendable {
         }
         state.withLock { state in
             state.journal = descriptor
-            state.pending = pending
+            state.pending = Deque(pending)
             state.journalLines = pending.count
             state.counters.replayed = pending.count
         }

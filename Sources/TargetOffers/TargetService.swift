@@ -310,12 +310,18 @@ public final class TargetService: Sendable {
         var lastSync = clock.now()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(200))
-            let configuration = self.configuration
-            if notifications.isDue(
-                batchSize: configuration.notificationBatchSize,
-                maxAge: configuration.notificationMaxAge
-            ) {
-                await sendNotificationBatch()
+            // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
+            // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
+            // A batch Target answered without confirming anything waits for the next turn.
+            while !Task.isCancelled {
+                let configuration = self.configuration
+                let sentBefore = notifications.summary.counters.sent
+                guard
+                    notifications.isDue(
+                        batchSize: configuration.notificationBatchSize,
+                        maxAge: configuration.notificationMaxAge
+                    ), await sendNotificationBatch(), notifications.summary.counters.sent > sentBefore
+                else { break }
             }
             if clock.now() - lastSync >= .seconds(1) {
                 notifications.syncJournal()
