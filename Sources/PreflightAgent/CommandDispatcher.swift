@@ -8,23 +8,46 @@ import TargetOffers
 /// What the agent knows about itself, for `ping` and `status`. Shared by the I/O thread and async code.
 public final class AgentRuntime: Sendable {
     public let startedAt = ContinuousClock.now
+    private let startedAtNanoseconds = MonotonicClock.nanoseconds()
     public let startedAtWallClock = Date()
     public let configurationPath: String?
     private let state: Mutex<State>
 
     private struct State: Sendable {
         var configuration: AgentConfiguration
+        var requestLimits: RequestLimits
         var server: IPCServer?
     }
 
     public init(configuration: AgentConfiguration, configurationPath: String?) {
         self.configurationPath = configurationPath
-        self.state = Mutex(State(configuration: configuration))
+        self.state = Mutex(State(configuration: configuration, requestLimits: RequestLimits(configuration)))
     }
 
     public var configuration: AgentConfiguration {
         get { state.withLock { $0.configuration } }
-        set { state.withLock { $0.configuration = newValue } }
+        set {
+            state.withLock {
+                $0.configuration = newValue
+                $0.requestLimits = RequestLimits(newValue)
+            }
+        }
+    }
+
+    /// What every request is checked against, apart from the whole configuration so that the request
+    /// path copies two integers and not every string of the configuration.
+    struct RequestLimits: Sendable {
+        var maxBodyBytes: Int
+        var commands: CommandLimits
+
+        init(_ configuration: AgentConfiguration) {
+            maxBodyBytes = configuration.agent.maxBodyBytes
+            commands = configuration.commandLimits
+        }
+    }
+
+    var requestLimits: RequestLimits {
+        state.withLock { $0.requestLimits }
     }
 
     var server: IPCServer? {
@@ -41,8 +64,7 @@ public final class AgentRuntime: Sendable {
     }
 
     public var uptimeMs: Int64 {
-        let elapsed = ContinuousClock.now - startedAt
-        return elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        Int64((MonotonicClock.nanoseconds() - startedAtNanoseconds) / 1_000_000)
     }
 }
 
@@ -72,10 +94,10 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     public func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]? {
-        let started = ContinuousClock.now
-        let configuration = runtime.configuration
+        let started = MonotonicClock.nanoseconds()
+        let limits = runtime.requestLimits
         let request: Request
-        switch Request.decode(body, maxBodyBytes: configuration.agent.maxBodyBytes) {
+        switch Request.decode(body, maxBodyBytes: limits.maxBodyBytes) {
         case .success(let decoded):
             request = decoded
         case .failure(let failure):
@@ -84,80 +106,65 @@ public struct CommandDispatcher: RequestHandler {
         }
         let outcome: Outcome
         do {
-            outcome = try route(request, role: role, configuration: configuration)
+            outcome = try route(request, role: role, limits: limits.commands)
         } catch {
-            outcome = .failure(error)
+            outcome = .now(.failure(error))
         }
         // Unknown command names are counted together: an app must not grow this table without bound.
-        let name =
-            CommandName.app.contains(request.command) || CommandName.admin.contains(request.command)
-            ? request.command : "(unknown)"
+        let name = CommandName.all.contains(request.command) ? request.command : "(unknown)"
         switch outcome {
-        case .success(let result):
-            statistics.record(name, since: started, errorCode: nil)
-            return Reply.success(id: request.id, result: result)
-        case .encoded(let result):
-            statistics.record(name, since: started, errorCode: nil)
-            return Reply.success(id: request.id, encodedResult: result)
-        case .failure(let error):
-            statistics.record(name, since: started, errorCode: error.code.rawValue)
-            return Reply.failure(id: request.id, error: error)
+        case .now(let result):
+            return reply(to: request, name: name, started: started, result)
         case .later(let work):
             guard responder.admit() else {
-                let error = ProtocolError.overloaded(retryAfterMs: 250)
-                statistics.record(name, since: started, errorCode: error.code.rawValue)
-                return Reply.failure(id: request.id, error: error)
+                return reply(to: request, name: name, started: started, .failure(.overloaded(retryAfterMs: 250)))
             }
-            let statistics = self.statistics
             Task {
-                let reply: [UInt8]
-                switch await work() {
-                case .success(let result):
-                    statistics.record(name, since: started, errorCode: nil)
-                    reply = Reply.success(id: request.id, result: result)
-                case .encoded(let result):
-                    statistics.record(name, since: started, errorCode: nil)
-                    reply = Reply.success(id: request.id, encodedResult: result)
-                case .failure(let error):
-                    statistics.record(name, since: started, errorCode: error.code.rawValue)
-                    reply = Reply.failure(id: request.id, error: error)
-                }
-                responder.respond(reply)
+                responder.respond(reply(to: request, name: name, started: started, await work()))
             }
             return nil
         }
     }
 
-    /// What a command produced: a result now, or work whose result comes later.
-    enum Outcome: Sendable {
+    /// The reply bytes for a result, timed into `statistics`.
+    private func reply(to request: Request, name: String, started: UInt64, _ result: CommandResult) -> [UInt8] {
+        switch result {
+        case .success(let value):
+            statistics.record(name, since: started, errorCode: nil)
+            return Reply.success(id: request.id, result: value)
+        case .encoded(let value):
+            statistics.record(name, since: started, errorCode: nil)
+            return Reply.success(id: request.id, encodedResult: value)
+        case .failure(let error):
+            statistics.record(name, since: started, errorCode: error.code.rawValue)
+            return Reply.failure(id: request.id, error: error)
+        }
+    }
+
+    /// What a command produced.
+    enum CommandResult: Sendable {
         case success(JSONValue)
         /// A result already encoded as JSON (the cached-load fast path).
         case encoded([UInt8])
         case failure(ProtocolError)
-        case later(@Sendable () async -> Immediate)
     }
 
-    /// The result of deferred work.
-    enum Immediate: Sendable {
-        case success(JSONValue)
-        case encoded([UInt8])
-        case failure(ProtocolError)
+    /// A result now, on the I/O thread, or work whose result comes later from a task.
+    enum Outcome: Sendable {
+        case now(CommandResult)
+        case later(@Sendable () async -> CommandResult)
+
+        static func success(_ value: JSONValue) -> Outcome { .now(.success(value)) }
     }
 
-    private func route(
-        _ request: Request,
-        role: EndpointRole,
-        configuration: AgentConfiguration
-    ) throws(ProtocolError)
-        -> Outcome
-    {
+    private func route(_ request: Request, role: EndpointRole, limits: CommandLimits) throws(ProtocolError) -> Outcome {
         if CommandName.admin.contains(request.command) {
             guard role == .admin else {
                 throw .notPermitted("\(request.command) is an admin command; use the admin endpoint")
             }
             return try handleAdmin(request, arguments: ArgumentReader(request.args ?? JSONObject()))
         }
-        switch try AppCommand.decode(request, limits: configuration.commandLimits) {
+        switch try AppCommand.decode(request, limits: limits) {
         case .ping?:
             return .success(["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)])
         case .prefetch(let command)?:
@@ -166,7 +173,7 @@ public struct CommandDispatcher: RequestHandler {
         case .loadRequests(let command)?:
             switch target.loadFromCache(command) {
             case .complete(let result):
-                return .encoded(result)
+                return .now(.encoded(result))
             case .needsNetwork(let pending):
                 let target = self.target
                 return .later { .encoded(await target.completeLoad(pending)) }
@@ -177,7 +184,7 @@ public struct CommandDispatcher: RequestHandler {
             // A complete answer from the decision cache goes out from this thread; anything else waits
             // on Adobe Pass in a task.
             if let cached = pass.cachedResponse(for: command) {
-                return .success(cached)
+                return .now(.success(cached))
             }
             let pass = self.pass
             return .later { .success(await pass.preauthorize(command)) }

@@ -1,6 +1,10 @@
 import PreflightProtocol
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Latency samples of one kind of work, kept in a ring so memory stays bounded on a box that runs
 /// for months; percentiles are computed on demand from the most recent samples.
 public struct LatencyRing: Sendable {
@@ -55,9 +59,9 @@ public final class CommandStatistics: Sendable {
     public init() {}
 
     /// Records one reply; `errorCode` is nil for a success.
-    public func record(_ command: String, since started: ContinuousClock.Instant, errorCode: String?) {
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    /// `started` is a `MonotonicClock.nanoseconds()` reading.
+    public func record(_ command: String, since started: UInt64, errorCode: String?) {
+        let milliseconds = Double(MonotonicClock.nanoseconds() &- started) / 1e6
         entries.withLock { entries in
             entries[command, default: Entry()].latency.record(milliseconds: milliseconds)
             if let errorCode { entries[command, default: Entry()].errors[errorCode, default: 0] += 1 }
@@ -86,5 +90,15 @@ public final class CommandStatistics: Sendable {
                 }
             )
         )
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the request path's timer. `ContinuousClock` reads the same clock,
+/// but turning its `Duration` into milliseconds goes through 128-bit arithmetic on every request.
+public enum MonotonicClock {
+    public static func nanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 }

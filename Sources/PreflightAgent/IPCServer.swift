@@ -23,18 +23,22 @@ public protocol RequestHandler: Sendable {
 public struct Responder: Sendable {
     fileprivate let server: IPCServer
     fileprivate let role: EndpointRole
-    fileprivate let envelope: [[UInt8]]
+    /// The request as received: its envelope, then the body, which the reply replaces. Shared, not
+    /// copied, until a deferred reply is made.
+    fileprivate let frames: [[UInt8]]
 
     /// Reserves a place for deferred work: false when the agent as a whole, or this peer, already has
     /// as much work waiting on the network as the limits allow (the caller then answers `overloaded`).
     /// Cheap answers need no place: under overload a cache hit is still served.
     public func admit() -> Bool {
-        server.admit(peer: envelope[0])
+        server.admit(peer: frames[0])
     }
 
     /// Queues the reply to admitted work for the I/O thread and wakes it. Call exactly once.
     public func respond(_ body: [UInt8]) {
-        server.enqueue(.reply(role: role, frames: envelope + [body], deferred: true))
+        var reply = frames
+        reply[reply.count - 1] = body
+        server.enqueue(.reply(role: role, frames: reply, deferred: true))
     }
 }
 
@@ -119,6 +123,9 @@ public final class IPCServer: Sendable {
     private let maxBodyBytes: Int
     private let wakeUp: WakeUpSignal
     private let shared = Mutex(Shared())
+    /// Counted on every message, outside the mutex.
+    private let requestCount = Atomic<Int>(0)
+    private let replyCount = Atomic<Int>(0)
     /// Called on the I/O thread once per loop turn (and at least every `tickInterval`), for work that
     /// must prove the loop is alive, such as the systemd watchdog.
     private let onTick: (@Sendable () -> Void)?
@@ -142,7 +149,10 @@ public final class IPCServer: Sendable {
     }
 
     public var counters: IPCCounters {
-        shared.withLock { $0.counters }
+        var counters = shared.withLock { $0.counters }
+        counters.requests = requestCount.load(ordering: .relaxed)
+        counters.replies = replyCount.load(ordering: .relaxed)
+        return counters
     }
 
     /// Applies new admission limits (configuration reload).
@@ -423,31 +433,34 @@ public final class IPCServer: Sendable {
 
     private func handleMessage(_ frames: [[UInt8]], role: EndpointRole, socket: ZeroMQSocket, draining: Bool) {
         guard frames.count >= 2 else { return }  // a ROUTER always prepends the routing id
-        shared.withLock { $0.counters.requests += 1 }
+        requestCount.add(1, ordering: .relaxed)
         // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
-        guard let delimiter = frames[1...].firstIndex(where: \.isEmpty) else {
+        guard let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }) else {
             shared.withLock { $0.counters.malformedFrames += 1 }
             let error = ProtocolErrorReply.malformed("missing the empty delimiter frame before the body")
             send([frames[0], error], on: socket, role: role)
             return
         }
-        let envelope = Array(frames[...delimiter])
         guard frames.count - delimiter - 1 == 1 else {
             shared.withLock { $0.counters.malformedFrames += 1 }
             let error = ProtocolErrorReply.malformed(
                 "expected exactly one body frame after the delimiter; got \(frames.count - delimiter - 1)"
             )
-            send(envelope + [error], on: socket, role: role)
+            send(Array(frames[...delimiter]) + [error], on: socket, role: role)
             return
         }
+        // From here the message is envelope + one body; a reply is the same frames with the body replaced.
+        var frames = frames
         let body = frames[delimiter + 1]
         if draining {
-            send(envelope + [ProtocolErrorReply.shuttingDown(body)], on: socket, role: role)
+            frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
+            send(frames, on: socket, role: role)
             return
         }
-        let responder = Responder(server: self, role: role, envelope: envelope)
+        let responder = Responder(server: self, role: role, frames: frames)
         if let reply = handler.handle(body, role: role, responder: responder) {
-            send(envelope + [reply], on: socket, role: role)
+            frames[delimiter + 1] = reply
+            send(frames, on: socket, role: role)
         }
     }
 
@@ -475,7 +488,7 @@ public final class IPCServer: Sendable {
     private func send(_ frames: [[UInt8]], on socket: ZeroMQSocket, role: EndpointRole) {
         do {
             try socket.send(frames, dontWait: true)
-            shared.withLock { $0.counters.replies += 1 }
+            replyCount.add(1, ordering: .relaxed)
         } catch {
             shared.withLock { state in
                 if error == .hostUnreachable {

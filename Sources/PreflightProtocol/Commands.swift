@@ -109,6 +109,8 @@ public enum CommandName {
         status, stats, offersList, offersShow, offersClear, notificationsStatus, notificationsFlush, configShow,
         authList, authClear,
     ]
+    /// Every command name: the request path looks a name up once.
+    public static let all = app.union(admin)
 }
 
 /// An app command with typed, validated arguments.

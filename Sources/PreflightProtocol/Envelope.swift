@@ -51,7 +51,8 @@ public struct Request: Sendable, Hashable {
         // The id is read first so that every later error can be correlated by the client.
         let id: String
         switch object["id"] {
-        case .string(let text) where (1...128).contains(text.unicodeScalars.count):
+        // Counting scalars walks the string; a UTF-8 length within the limit already proves it.
+        case .string(let text) where !text.isEmpty && (text.utf8.count <= 128 || text.unicodeScalars.count <= 128):
             id = text
         case .string:
             return .failure(RequestFailure(id: nil, error: .malformed("id must be 1 to 128 characters")))

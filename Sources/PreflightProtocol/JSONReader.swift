@@ -107,7 +107,9 @@ public struct JSONReader {
     private mutating func readObject() throws(JSONReadError) -> JSONValue {
         try enter()
         index += 1
+        // Protocol objects are small; reserving a few members avoids two or three regrowths.
         var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(6)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -148,6 +150,7 @@ public struct JSONReader {
         try enter()
         index += 1
         var elements: [JSONValue] = []
+        elements.reserveCapacity(4)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
@@ -197,6 +200,15 @@ public struct JSONReader {
             }
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        // Up to 18 digits cannot overflow Int64: accumulate them without making a String.
+        let digitsStart = bytes[start] == UInt8(ascii: "-") ? start + 1 : start
+        if isInteger, index - digitsStart <= 18 {
+            var magnitude: Int64 = 0
+            for position in digitsStart..<index {
+                magnitude = magnitude * 10 + Int64(bytes[position] - UInt8(ascii: "0"))
+            }
+            return .integer(digitsStart == start ? magnitude : -magnitude)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let value = Int64(text) {

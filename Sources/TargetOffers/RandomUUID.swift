@@ -8,7 +8,6 @@ import Synchronization
 /// them at a fraction of the cost.
 public enum RandomUUID {
     private static let generator = Mutex(SplitMix64(seed: UInt64.random(in: .min ... .max)))
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A new `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx` string.
     public static func make() -> String {
@@ -16,29 +15,26 @@ public enum RandomUUID {
         // RFC 9562: version 4 in the high nibble of byte 6, variant 0b10 in the top bits of byte 8.
         let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let variant = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var position = 0
-            func put(_ value: UInt64, nibbles: Int) {
-                for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
-                    buffer[position] = hexDigits[Int((value >> UInt64(shift)) & 0xF)]
-                    position += 1
+        var words = (versioned.bigEndian, variant.bigEndian)
+        return withUnsafeBytes(of: &words) { raw in
+            String(unsafeUninitializedCapacity: 36) { buffer in
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        buffer[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    buffer[position] = hexDigit(raw[index] >> 4)
+                    buffer[position + 1] = hexDigit(raw[index] & 0xF)
+                    position += 2
                 }
+                return position
             }
-            func dash() {
-                buffer[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            put(versioned >> 32, nibbles: 8)
-            dash()
-            put(versioned >> 16, nibbles: 4)
-            dash()
-            put(versioned, nibbles: 4)
-            dash()
-            put(variant >> 48, nibbles: 4)
-            dash()
-            put(variant, nibbles: 12)
-            return position
         }
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
 
