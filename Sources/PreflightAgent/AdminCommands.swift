@@ -1,6 +1,15 @@
-import Foundation
 import PreflightProtocol
 import TargetOffers
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The admin commands (docs/PROTOCOL.md, "Admin commands"): what `preflightctl` shows and clears.
 /// Secrets never appear in any result.
@@ -93,7 +102,7 @@ extension CommandDispatcher {
             "version": .string(preflightVersion),
             "pid": .integer(Int64(ProcessInfo.processInfo.processIdentifier)),
             "uptimeMs": .integer(runtime.uptimeMs),
-            "startedAt": .string(ISO8601DateFormatter().string(from: runtime.startedAtWallClock)),
+            "startedAt": .string(UTCTimestamp.string(from: runtime.startedAtWallClock, fractionalSeconds: false)),
             "configFile": runtime.configurationPath.map { .string($0) } ?? .null,
             "endpoints": [
                 "app": .string(configuration.agent.appEndpoint),

@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 import PassAuthorization
 import PreflightProtocol
@@ -6,6 +5,16 @@ import ServiceLifecycle
 import TargetOffers
 import UnixSignals
 import UpstreamHTTPClient
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The running agent: its sockets are bound before it is handed to a `ServiceGroup`, so that start-up
 /// failures (an endpoint in use) surface as an exit code before anything claims to be ready.

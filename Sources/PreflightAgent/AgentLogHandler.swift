@@ -1,6 +1,15 @@
-import Foundation
 import Logging
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes log lines to standard error, one line per event.
 ///
@@ -31,7 +40,7 @@ public struct AgentLogHandler: LogHandler {
     public func log(event: LogEvent) {
         let line = format(event, timestamp: Date())
         Self.output.withLock { _ in
-            FileHandle.standardError.write(Data(line.utf8))
+            StandardError.write(line)
         }
     }
 
@@ -45,7 +54,7 @@ public struct AgentLogHandler: LogHandler {
         if journald {
             line += "<\(Self.syslogPriority(event.level))>"
         } else {
-            line += Self.timestampFormatter.string(from: timestamp) + " " + event.level.rawValue + " "
+            line += UTCTimestamp.string(from: timestamp, fractionalSeconds: true) + " " + event.level.rawValue + " "
         }
         line += "\(label): \(event.message)"
         if let error = event.error {
@@ -55,7 +64,7 @@ public struct AgentLogHandler: LogHandler {
             line += " \(key)=\(Self.quoted("\(merged[key]!)"))"
         }
         // One event is one line: a newline inside a message must not forge a second journal entry.
-        line = line.replacingOccurrences(of: "\n", with: "\\n")
+        line = line.replacing("\n", with: "\\n")
         return line + "\n"
     }
 
@@ -73,12 +82,21 @@ public struct AgentLogHandler: LogHandler {
 
     private static func quoted(_ value: String) -> String {
         value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) || value.isEmpty
-            ? "\"" + value.replacingOccurrences(of: "\"", with: "\\\"") + "\"" : value
+            ? "\"" + value.replacing("\"", with: "\\\"") + "\"" : value
     }
+}
 
-    nonisolated(unsafe) private static let timestampFormatter: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
+/// Writes to file descriptor 2 directly (no Foundation `FileHandle`), retrying short writes.
+public enum StandardError {
+    public static func write(_ text: String) {
+        var remaining = Array(text.utf8)[...]
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return  // stderr is gone; nothing else can be told
+            }
+            remaining = remaining.dropFirst(written)
+        }
+    }
 }

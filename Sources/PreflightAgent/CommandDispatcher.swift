@@ -1,9 +1,18 @@
-import Foundation
 import Logging
 import PassAuthorization
 import PreflightProtocol
 import Synchronization
 import TargetOffers
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the agent knows about itself, for `ping` and `status`. Shared by the I/O thread and async code.
 public final class AgentRuntime: Sendable {

@@ -1,7 +1,17 @@
-import Foundation
 import PassAuthorization
 import PreflightProtocol
+import StateFiles
 import TargetOffers
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The agent's configuration, read from `/etc/preflight/preflight.json` (or `--config PATH`).
 ///
@@ -136,10 +146,13 @@ extension AgentConfiguration {
     public static func load(path: String) throws(ConfigurationError) -> LoadedConfiguration {
         try checkNotWritableByOthers(path, describing: "the configuration file")
         let bytes: [UInt8]
-        do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        do throws(SystemCallError) {
+            guard let contents = try FileSystem.readFile(path, limit: 4 << 20) else {
+                throw SystemCallError(call: "open", path: path, errno: ENOENT)
+            }
+            bytes = contents
         } catch {
-            throw ConfigurationError(key: "", message: "cannot read \(path): \(error.localizedDescription)")
+            throw ConfigurationError(key: "", message: "cannot read \(path): \(String(cString: strerror(error.errno)))")
         }
         var loaded = try parse(bytes)
         loaded.path = path

@@ -1,8 +1,17 @@
-import Foundation
 import Logging
 import PreflightProtocol
 import Synchronization
 import ZeroMQ
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which endpoint a request arrived on; it decides which commands are permitted.
 public enum EndpointRole: String, Sendable {
@@ -185,11 +194,13 @@ public final class IPCServer: Sendable {
     /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).
     public func start() async throws(AgentError) {
         let result: Result<Void, AgentError> = await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in
-                self.runThread(started: continuation)
+            do throws(AgentError) {
+                try DedicatedThread.start(name: "preflight-io") { [self] in
+                    self.runThread(started: continuation)
+                }
+            } catch {
+                continuation.resume(returning: .failure(error))
             }
-            thread.name = "preflight-io"
-            thread.start()
         }
         try result.get()
     }

@@ -1,6 +1,11 @@
-import Foundation
 import PreflightProtocol
 import UpstreamHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One mbox in a Delivery request's `prefetch.mboxes` or `execute.mboxes`.
 public struct DeliveryMbox: Sendable, Hashable {
@@ -97,10 +102,22 @@ public struct DeliveryCodec: Sendable {
         return components.string
     }
 
+    /// RFC 3986 query encoding: unreserved ASCII as it is, every other UTF-8 byte as `%XX`.
     static func percentEncode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(text.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                encoded.append(byte)
+            default:
+                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
     private func context(timeOffsetInMinutes: Int) -> JSONObject {

@@ -1,8 +1,17 @@
 import DequeModule
-import Foundation
 import Logging
 import PreflightProtocol
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A display notification: Target learns that a prefetched mbox was shown.
 ///

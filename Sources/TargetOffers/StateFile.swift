@@ -1,7 +1,16 @@
-import Foundation
 import Logging
 import PreflightProtocol
 import StateFiles
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A small JSON file in the state directory, written so that a power cut leaves either the old or the
 /// new version: temporary file, fsync, rename, fsync of the folder. A file that cannot be read is
@@ -41,7 +50,7 @@ public struct StateFile: Sendable {
 
     /// temp file (same folder) → write → fsync → rename → fsync the folder; creates the folder.
     public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !folder.isEmpty {
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }

@@ -1,8 +1,13 @@
-import Foundation
 import Logging
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Counters for `status` and `stats`.
 public struct TargetCounters: Sendable, Equatable {

@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Time as the Target code reads it, injected so session expiry and batching are tested without sleeping.
 public struct TargetClock: Sendable {

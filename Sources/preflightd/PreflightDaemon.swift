@@ -1,9 +1,14 @@
 import ArgumentParser
-import Foundation
 import Logging
 import PreflightAgent
 import PreflightProtocol
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -75,7 +80,7 @@ struct PreflightDaemon: AsyncParsableCommand {
     }
 
     private func fail(_ message: String, exitCode: Int32) -> Never {
-        FileHandle.standardError.write(Data("preflightd: \(message)\n".utf8))
+        StandardError.write("preflightd: \(message)\n")
         Glibc.exit(exitCode)
     }
 }

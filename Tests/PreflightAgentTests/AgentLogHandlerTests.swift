@@ -41,3 +41,15 @@ import Testing
         #expect(line == "<6>preflightd: two\\nlines a=1 b=\"x y\"\n")
     }
 }
+
+@Suite struct UTCTimestampTests {
+    @Test func formatsRFC3339InUTC() {
+        let date = Date(timeIntervalSince1970: 1_795_000_000.25)
+        #expect(UTCTimestamp.string(from: date, fractionalSeconds: true) == "2026-11-18T11:06:40.250Z")
+        #expect(UTCTimestamp.string(from: date, fractionalSeconds: false) == "2026-11-18T11:06:40Z")
+        #expect(
+            UTCTimestamp.string(from: Date(timeIntervalSince1970: 0.9999), fractionalSeconds: true)
+                == "1970-01-01T00:00:00.999Z"
+        )
+    }
+}
