@@ -28,6 +28,7 @@ import itertools
 import json
 import logging
 import os
+import socket as pysocket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Decision",
     "Event",
+    "EventStream",
     "Feature",
     "PreauthorizeResponse",
     "PreflightClient",
@@ -327,7 +329,8 @@ class PreflightClient:
         for socket in idle:
             socket.close(linger=0)
         if self._own_context:
-            self._context.term()
+            # destroy, not term: an EventStream left open must not make close() wait forever.
+            self._context.destroy(linger=0)
 
     def set_requestor(self, requestor: str) -> None:
         """The Adobe Pass requestor used by `preauthorize` (the AccessEnabler's setRequestor)."""
@@ -420,38 +423,14 @@ class PreflightClient:
         """The agent's version and uptime; raises AgentUnavailable when it does not answer."""
         return self.request("ping")
 
-    def events(self, topics: Iterable[str] = (), timeout: Optional[float] = None) -> Iterator[Event]:
-        """Yields the agent's events (PUB messages) whose topic starts with one of `topics` (all when empty).
+    def events(self, topics: Iterable[str] = (), timeout: Optional[float] = None) -> "EventStream":
+        """Subscribes to the agent's events (PUB messages) whose topic starts with one of `topics` (all
+        when empty); iterate over the returned EventStream to get them, close it when done.
 
-        Runs until the caller stops iterating (or closes the generator), or, with `timeout`, until no
-        event arrived for that many seconds. Events published before the subscription reached the agent
-        are not seen: PUB does not replay."""
-        socket = self._context.socket(zmq.SUB)
-        socket.setsockopt(zmq.LINGER, 0)
-        for topic in list(topics) or [""]:
-            socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
-        socket.connect(self.events_endpoint)
-        try:
-            quiet_since = time.monotonic()
-            while True:
-                # Short polls keep Ctrl-C prompt.
-                if not socket.poll(200):
-                    if timeout is not None and time.monotonic() - quiet_since >= timeout:
-                        return
-                    continue
-                frames = socket.recv_multipart()
-                quiet_since = time.monotonic()
-                if len(frames) != 2:
-                    continue
-                try:
-                    body = json.loads(frames[1])
-                    topic = frames[0].decode()
-                except (ValueError, UnicodeDecodeError):
-                    continue
-                if isinstance(body, dict):
-                    yield Event(topic=topic, body=body)
-        finally:
-            socket.close(linger=0)
+        The subscription starts here, before the first event is asked for. Iteration runs until the caller
+        stops, or, with `timeout`, until no event arrived for that many seconds. Events published before
+        the subscription reached the agent are not seen: PUB does not replay."""
+        return EventStream(self._context, self.events_endpoint, topics, timeout)
 
     def request(self, cmd: str, args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """Sends one command and returns its `result`.
@@ -498,16 +477,13 @@ class PreflightClient:
     # pool only after a clean exchange, so no pooled socket ever has a reply outstanding.
 
     def _exchange(self, payload: bytes, request_id: str, timeout: float) -> Dict[str, Any]:
-        path = _ipc_path(self.endpoint)
-        if path is not None and not os.path.exists(path):
-            raise _AttemptFailed(f"no socket file at {path}; is preflightd running?")
         socket = self._borrow()
         clean = False
         try:
-            # ZMQ_IMMEDIATE: writable only once a connection to the agent is up, so a socket file nobody
-            # serves fails this attempt in CONNECT_TIMEOUT instead of queueing the request.
+            # ZMQ_IMMEDIATE: writable only once a connection to the agent is up, so an agent that went away
+            # under a pooled socket fails this attempt in CONNECT_TIMEOUT instead of queueing the request.
             if not socket.poll(int(min(CONNECT_TIMEOUT, timeout) * 1000), zmq.POLLOUT):
-                raise _AttemptFailed("cannot connect (socket file without a listener, or access refused)")
+                raise _AttemptFailed("cannot connect to the agent")
             socket.send_multipart([b"", payload])
             deadline = time.monotonic() + timeout
             while True:
@@ -543,6 +519,9 @@ class PreflightClient:
                 raise PreflightError("the client is closed")
             if self._idle:
                 return self._idle.pop()
+        path = _ipc_path(self.endpoint)
+        if path is not None:
+            _probe_ipc(path)
         socket = self._context.socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.IMMEDIATE, 1)
@@ -574,3 +553,77 @@ def _ipc_path(endpoint: str) -> Optional[str]:
     if not path or path == "*" or path.startswith("@"):
         return None
     return path
+
+
+def _probe_ipc(path: str) -> None:
+    """Fails the attempt at once when no agent can be listening at an ipc path: no socket file, a file
+    a crashed agent left that nobody accepts connections on, or one this user may not open. Anything
+    else is left to ZeroMQ (a plain non-blocking Unix-domain connect, closed at once)."""
+    if not os.path.exists(path):
+        raise _AttemptFailed(f"no socket file at {path}; is preflightd running?")
+    probe = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        raise _AttemptFailed(f"nothing accepts connections on {path}; is preflightd running?") from None
+    except PermissionError:
+        raise _AttemptFailed(f"not permitted to connect to {path} (the app socket is for group preflight)") from None
+    except OSError:
+        pass  # EAGAIN (a full backlog: someone listens), a path too long for sockaddr_un, ...: let ZeroMQ try.
+    finally:
+        probe.close()
+
+
+class EventStream:
+    """A subscription to the agent's event endpoint: iterate for Events, or `receive` one at a time.
+
+    Use it from one thread (a ZeroMQ socket belongs to one thread); close it, or use it in a `with`."""
+
+    def __init__(self, context: zmq.Context, endpoint: str, topics: Iterable[str] = (),
+                 timeout: Optional[float] = None):
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._socket = context.socket(zmq.SUB)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        for topic in list(topics) or [""]:
+            self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self._socket.connect(endpoint)
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            event = self.receive(self.timeout)
+            if event is None:
+                return
+            yield event
+
+    def receive(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when none arrived within `timeout` seconds (None: wait as long as it
+        takes). Messages that are not `[topic][JSON object]` are skipped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            # Short polls keep Ctrl-C prompt.
+            if remaining < 0 or not self._socket.poll(max(0, int(remaining * 1000))):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                continue
+            frames = self._socket.recv_multipart()
+            if len(frames) != 2:
+                continue
+            try:
+                topic = frames[0].decode()
+                body = json.loads(frames[1])
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(body, dict):
+                return Event(topic=topic, body=body)
+
+    def close(self) -> None:
+        self._socket.close(linger=0)

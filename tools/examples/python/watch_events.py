@@ -29,11 +29,12 @@ def main(argv=None):
     with PreflightClient(events_endpoint=options.endpoint, config=options.config) as client:
         print(f"watching {client.events_endpoint}", file=sys.stderr, flush=True)
         seen = 0
-        for event in client.events(options.topic):
-            print(f"{event.topic} {json.dumps(event.body, sort_keys=True)}", flush=True)
-            seen += 1
-            if options.count is not None and seen >= options.count:
-                break
+        with client.events(options.topic) as stream:
+            for event in stream:
+                print(f"{event.topic} {json.dumps(event.body, sort_keys=True)}", flush=True)
+                seen += 1
+                if options.count is not None and seen >= options.count:
+                    break
     return 0
 
 
