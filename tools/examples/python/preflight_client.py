@@ -62,9 +62,9 @@ DEFAULT_EVENTS_ENDPOINT = "ipc:///run/preflight/events.sock"
 # scheduling, so a slow but working agent is not asked twice.
 COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0}
 QUICK_TIMEOUT = 2.0
-# Seconds to wait for the connection to the agent (a ZMTP handshake over a local socket takes well under
-# a millisecond; a socket file nobody serves never connects).
-CONNECT_TIMEOUT = 0.5
+# How long a socket may take to be connected before the client probes whether anything listens
+# (a ZMTP handshake over a local socket takes well under a millisecond on an idle box).
+CONNECTED_GRACE_MS = 20
 
 log = logging.getLogger("preflight_client")
 
@@ -477,15 +477,21 @@ class PreflightClient:
     # pool only after a clean exchange, so no pooled socket ever has a reply outstanding.
 
     def _exchange(self, payload: bytes, request_id: str, timeout: float) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
         socket = self._borrow()
         clean = False
         try:
-            # ZMQ_IMMEDIATE: writable only once a connection to the agent is up, so an agent that went away
-            # under a pooled socket fails this attempt in CONNECT_TIMEOUT instead of queueing the request.
-            if not socket.poll(int(min(CONNECT_TIMEOUT, timeout) * 1000), zmq.POLLOUT):
-                raise _AttemptFailed("cannot connect to the agent")
+            # ZMQ_IMMEDIATE: writable only once a connection to the agent is up, so a request is never
+            # queued for an agent that is gone. If a pooled socket is not connected at once, its agent
+            # may have exited: the probe says so without waiting for the timeout.
+            if not socket.poll(CONNECTED_GRACE_MS, zmq.POLLOUT):
+                path = _ipc_path(self.endpoint)
+                if path is not None:
+                    _probe_ipc(path)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not socket.poll(max(1, int(remaining * 1000)), zmq.POLLOUT):
+                    raise _AttemptFailed(f"not connected within {timeout:g} s")
             socket.send_multipart([b"", payload])
-            deadline = time.monotonic() + timeout
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not socket.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
