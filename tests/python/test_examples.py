@@ -228,6 +228,26 @@ def test_client_prefetches_loads_with_callbacks_and_clears_the_cache(env):
         assert client.clear_prefetch_cache() == 0
 
 
+def test_one_client_can_be_shared_by_threads(env):
+    offers = put_distinctive_offers(env.sim)
+    expected = option_content(offers["logo"]["options"][0])
+    results = []
+    with env.client() as client:
+        assert client.prefetch(["logo"]) is True
+
+        def app():
+            for _ in range(5):
+                results.extend(client.load_requests([TargetRequest("logo", "BlueWhale")]))
+
+        threads = [threading.Thread(target=app) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(results) == 40
+    assert {(c.source, c.content) for c in results} == {("cache", expected)}
+
+
 def test_an_argument_the_agent_refuses_raises_with_its_field_and_sends_nothing(env):
     called = []
     with env.client() as client:

@@ -57,7 +57,7 @@ DEFAULT_CONFIG = "/etc/preflight/preflight.json"
 DEFAULT_APP_ENDPOINT = "ipc:///run/preflight/app.sock"
 DEFAULT_EVENTS_ENDPOINT = "ipc:///run/preflight/events.sock"
 
-# Seconds to wait for each attempt's reply. The agent bounds its own answers: Target calls by
+# Seconds each attempt may take. The agent bounds its own answers: Target calls by
 # `target.timeout` (5 s by default), Adobe Pass by `pass.answerDeadline` (15 s); a little is added for
 # scheduling, so a slow but working agent is not asked twice.
 COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0}
@@ -282,8 +282,9 @@ class PreflightClient:
     config: the agent's configuration file to read those from (default /etc/preflight/preflight.json).
     requestor: the Adobe Pass requestor (the AccessEnabler's setRequestor); default the only one the
         configuration file lists in `pass.requestors`.
-    timeout: seconds to wait for each attempt's reply, for every command (default per command: 2 s, 7 s
-        for Target commands, 17 s for preauthorize, the agent's own bounds plus a margin).
+    timeout: seconds each attempt may take (connection and reply), for every command (default per
+        command: 2 s, 7 s for Target commands, 17 s for preauthorize: the agent's own bounds plus a
+        margin).
     retries: how many times a command that got no reply is sent again, each time on a new socket.
     """
 
