@@ -1,0 +1,564 @@
+"""tools/examples/python end to end: the pyzmq client and its example scripts against a real preflightd,
+with preflight-sim as both Target and Adobe Pass (as tools/demo runs them)."""
+
+import json
+import os
+import shutil
+import socket as pysocket
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+import zmq
+
+from agent_harness import (
+    REPO,
+    TEST_SOFTWARE_STATEMENT,
+    Simulator,
+    read_log,
+    request,
+    start_agent,
+    stop_agent,
+    wait_until,
+)
+
+EXAMPLES = os.path.join(REPO, "tools", "examples", "python")
+sys.path.insert(0, EXAMPLES)
+
+from preflight_client import (  # noqa: E402  (the examples folder is not a package)
+    AgentError,
+    AgentUnavailable,
+    Feature,
+    PreflightClient,
+    TargetPrefetch,
+    TargetRequest,
+)
+
+REQUESTOR = "acme-requestor"
+MVPD = "Cablevision"
+
+# What the seed example must put on the wire: the JSON docs/PROTOCOL.md and docs/APPS-python.md show.
+SEED_PREFETCH_ARGS = {
+    "mboxes": [
+        {
+            "name": "logo",
+            "mboxParameters": {"status": "platinum"},
+            "productParameters": {"id": "24D3412", "categoryId": "Books"},
+            "orderParameters": {"id": "ADCKKIM", "total": "344.30", "purchasedProductIds": "34, 125, 99"},
+        },
+        {
+            "name": "buttonColor",
+            "mboxParameters": {"userType": "Paid"},
+            "productParameters": {"id": "764334", "categoryId": "Online"},
+            "orderParameters": {"id": "4t4uxksa", "total": "54.90", "purchasedProductIds": ["id1", "id2"]},
+        },
+    ],
+    "profileParameters": {"age": "20-32"},
+}
+SEED_LOAD_ARGS = {
+    "requests": [
+        {"name": "logo", "defaultContent": "BlueWhale", "mboxParameters": {"status": "platinum"}},
+        {"name": "buttonColor", "defaultContent": "red"},
+    ],
+    "profileParameters": {"age": "20-32"},
+}
+SEED_PREAUTHORIZE_ARGS = {
+    "requestor": REQUESTOR,
+    "resources": ["resource1", "resource2", "resource3"],
+    "disabledFeatures": ["LOCAL_CACHE"],
+}
+
+ENHANCED_DENIAL = {
+    "status": 403,
+    "code": "preauthorization_denied_by_mvpd",
+    "message": "The MVPD has returned a \"Deny\" decision when requesting pre-authorization for the specified resource.",
+    "details": "Your subscription package does not include this channel.",
+    "helpUrl": "https://experienceleague.adobe.com/docs/pass/authentication/auth-features/error-reportn/enhanced-error-codes.html",
+    "trace": "8bcb17f9-b172-47d2-86d9-3eb146f5f85c",
+    "action": "none",
+}
+
+
+class ExamplesSetup:
+    def __init__(self, folder, sim):
+        self.folder = folder
+        self.sim = sim
+        self.agent = None
+
+    def start(self):
+        self.agent = start_agent(
+            self.folder,
+            target={"serverURL": self.sim.url, "notificationBatchAge": 0.2, "timeout": 5},
+            pass_={
+                "serverURL": self.sim.url,
+                "softwareStatement": TEST_SOFTWARE_STATEMENT,
+                "requestors": [REQUESTOR],
+                "deviceIdentifier": "test-box-examples",
+            },
+        )
+        return self.agent
+
+    def client(self, **options):
+        return PreflightClient(self.agent.app, events_endpoint=self.agent.events, requestor=REQUESTOR, **options)
+
+    def login_and_wait_configured(self):
+        """Logs the box in at the simulated Adobe Pass and waits until the agent has the requestor's
+        configuration (before that, preauthorize honestly answers requestor_not_configured)."""
+        self.sim.call("POST", "/_sim/pass/login", {"serviceProvider": REQUESTOR, "mvpd": MVPD})
+        with self.client() as client:
+
+            def configured():
+                response = client.preauthorize(["probe"], disable_features=[Feature.LOCAL_CACHE])
+                return not (response.failed and response.status.code == "requestor_not_configured")
+
+            wait_until("the requestor configuration", configured)
+
+
+@pytest.fixture
+def env():
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    sim = Simulator(folder)
+    setup = ExamplesSetup(folder, sim)
+    setup.start()
+    yield setup
+    log = read_log(folder)
+    stop_agent(setup.agent)
+    violations = sim.call("GET", "/_sim/violations")
+    sim.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+    assert violations["count"] == 0, violations
+    assert TEST_SOFTWARE_STATEMENT not in log
+
+
+def run_example(script, *args):
+    return subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def loaded_lines(stdout):
+    """`name (source): content` lines of prefetch_and_load.py as {name: (source, content)}."""
+    loaded = {}
+    for line in stdout.splitlines():
+        head, sep, content = line.partition(": ")
+        if sep and head.endswith(")") and " (" in head:
+            name, _, source = head[:-1].partition(" (")
+            loaded[name] = (source, content)
+    return loaded
+
+
+def callback_lines(stdout):
+    return dict(line[len("callback "):].split(": ", 1) for line in stdout.splitlines() if line.startswith("callback "))
+
+
+def option_content(option):
+    return option["content"] if isinstance(option["content"], str) else json.dumps(option["content"])
+
+
+def put_distinctive_offers(sim):
+    """Offers no default could be mistaken for, so equal content proves it came from the simulator."""
+    marker = os.path.basename(sim.url).replace(":", "-")
+    sim.call("PUT", "/_sim/target/offers/logo", {"type": "html", "content": f'<img src="https://example.com/{marker}.png">'})
+    sim.call("PUT", "/_sim/target/offers/buttonColor", {"type": "json", "content": {"color": "teal", "marker": marker}})
+    return sim.call("GET", "/_sim/target/offers")["offers"]
+
+
+# --- Target -------------------------------------------------------------------------------------------
+
+
+def test_prefetch_and_load_example_serves_the_simulators_offers_from_the_cache_and_notifies_target(env):
+    offers = put_distinctive_offers(env.sim)
+    done = run_example("prefetch_and_load.py", "--endpoint", env.agent.app)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "prefetch: success"
+
+    loaded = loaded_lines(done.stdout)
+    assert set(loaded) == {"logo", "buttonColor"}
+    assert loaded["logo"] == ("cache", offers["logo"]["options"][0]["content"])
+    assert loaded["buttonColor"][0] == "cache"
+    assert json.loads(loaded["buttonColor"][1]) == offers["buttonColor"]["options"][0]["content"]
+    # Each request's callback got its content.
+    assert callback_lines(done.stdout) == {name: content for name, (_, content) in loaded.items()}
+
+    # One prefetch call upstream with both mboxes, and no execute call: the loads came from the cache.
+    deliveries = env.sim.requests("delivery")
+    prefetched = [d for d in deliveries if "prefetch" in d["body"]]
+    assert len(prefetched) == 1
+    assert [m["name"] for m in prefetched[0]["body"]["prefetch"]["mboxes"]] == ["logo", "buttonColor"]
+    assert all("execute" not in d["body"] for d in deliveries)
+
+    def notified():
+        return env.sim.call("GET", "/_sim/target/notifications")["count"] >= 2
+
+    wait_until("display notifications at the simulator", notified)
+    notes = env.sim.call("GET", "/_sim/target/notifications")["notifications"]
+    assert {n["mbox"] for n in notes} == {"logo", "buttonColor"}
+    assert all(n["type"] == "display" and n["tokensIssued"] and n["stateIssued"] for n in notes)
+    assert {n["mbox"]: n["state"] for n in notes} == {name: offer["state"] for name, offer in offers.items()
+                                                      if name in ("logo", "buttonColor")}
+
+
+def test_client_prefetches_loads_with_callbacks_and_clears_the_cache(env):
+    offers = put_distinctive_offers(env.sim)
+    with env.client() as client:
+        # Plain names are mboxes without parameters; an mbox Target has nothing for is not cached.
+        assert client.prefetch(["logo", "buttonColor", "nothing-here"]) is True
+        got = {}
+        requests = [
+            TargetRequest("logo", "BlueWhale", callback=lambda content: got.setdefault("logo", content)),
+            TargetRequest("buttonColor", "red", callback=lambda content: got.setdefault("buttonColor", content)),
+            TargetRequest("nothing-here", "fallback", callback=lambda content: got.setdefault("nothing-here", content)),
+        ]
+        contents = client.load_requests(requests)
+        assert [(c.name, c.source) for c in contents] == [("logo", "cache"), ("buttonColor", "cache"),
+                                                          ("nothing-here", "default")]
+        assert contents[0].content == option_content(offers["logo"]["options"][0])
+        assert json.loads(contents[1].content) == offers["buttonColor"]["options"][0]["content"]
+        assert got == {c.name: c.content for c in contents}
+
+        assert client.clear_prefetch_cache() == 2
+        again = client.load_requests([TargetRequest("logo", "BlueWhale")])
+        assert again[0].source == "network"
+        assert again[0].content == contents[0].content
+        assert client.clear_prefetch_cache() == 0
+
+
+def test_one_client_can_be_shared_by_threads(env):
+    offers = put_distinctive_offers(env.sim)
+    expected = option_content(offers["logo"]["options"][0])
+    results = []
+    with env.client() as client:
+        assert client.prefetch(["logo"]) is True
+
+        def app():
+            for _ in range(5):
+                results.extend(client.load_requests([TargetRequest("logo", "BlueWhale")]))
+
+        threads = [threading.Thread(target=app) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(results) == 40
+    assert {(c.source, c.content) for c in results} == {("cache", expected)}
+
+
+def test_an_argument_the_agent_refuses_raises_with_its_field_and_sends_nothing(env):
+    called = []
+    with env.client() as client:
+        with pytest.raises(AgentError) as refused:
+            client.prefetch([TargetPrefetch("logo", mbox_parameters={"orderId": "1"})])
+        assert refused.value.code == "invalid_argument"
+        assert refused.value.field == "mboxes[0].mboxParameters.orderId"
+        with pytest.raises(AgentError) as refused:
+            client.load_requests([TargetRequest("logo", "d", product_parameters={"color": "red"}, callback=called.append)])
+        assert refused.value.field == "requests[0].productParameters.color"
+    assert called == []
+    assert env.sim.requests("delivery") == []
+
+
+# --- Adobe Pass ---------------------------------------------------------------------------------------
+
+
+def test_preauthorize_example_prints_the_simulators_three_decisions_with_local_cache_disabled(env):
+    env.sim.call("PUT", "/_sim/pass/decisions",
+                 {"serviceProvider": REQUESTOR, "decisions": {"resource2": {"authorized": False, "error": ENHANCED_DENIAL}}})
+    env.login_and_wait_configured()
+    # A permit the agent has cached; LOCAL_CACHE disabled must ask Adobe Pass again all the same.
+    with env.client() as client:
+        assert client.preauthorize(["resource1"]).decisions[0].authorized is True
+    calls_before = env.sim.requests("preauthorize")
+
+    done = run_example("preauthorize.py", "--config", env.agent.config_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "resource1: authorized",
+        f"resource2: denied ({ENHANCED_DENIAL['code']}: {ENHANCED_DENIAL['message']})",
+        "resource3: authorized",
+    ]
+    calls = env.sim.requests("preauthorize")
+    assert len(calls) == len(calls_before) + 1
+    assert calls[-1]["body"] == {"resources": ["resource1", "resource2", "resource3"]}
+
+
+def test_client_preauthorize_gives_decisions_with_adobes_error_and_failures_with_a_status(env):
+    env.sim.call("PUT", "/_sim/pass/decisions",
+                 {"serviceProvider": REQUESTOR, "decisions": {"r2": {"authorized": False, "error": ENHANCED_DENIAL}}})
+    env.login_and_wait_configured()
+    with env.client() as client:
+        response = client.preauthorize(["r1", "r2", "r1"], disable_features=[Feature.LOCAL_CACHE])
+        assert response.outcome == "response" and not response.failed and response.status is None
+        assert [(d.id, d.authorized) for d in response.decisions] == [("r1", True), ("r2", False), ("r1", True)]
+        error = response.decisions[1].error
+        assert (error.status, error.code, error.message, error.details, error.help_url, error.trace, error.action) == (
+            403, ENHANCED_DENIAL["code"], ENHANCED_DENIAL["message"], ENHANCED_DENIAL["details"],
+            ENHANCED_DENIAL["helpUrl"], ENHANCED_DENIAL["trace"], "none")
+
+        failure = client.preauthorize(["r1"], requestor="someone-else")
+        assert failure.failed and failure.decisions == []
+        assert (failure.status.status, failure.status.code, failure.status.action) == (0, "requestor_not_configured", "retry")
+
+        # An error for the whole request from Adobe Pass: a response with its status and no decisions.
+        bad_request = {"status": 400, "code": "bad_request", "message": "The request sent to the Adobe Pass server was invalid.",
+                       "action": "none"}
+        env.sim.call("POST", "/_sim/faults", {"path": f"/api/v2/{REQUESTOR}/decisions/preauthorize/{MVPD}", "count": 1,
+                                              "status": 400, "body": bad_request, "contentType": "application/json"})
+        rejected = client.preauthorize(["r1"], disable_features=[Feature.LOCAL_CACHE])
+        assert rejected.outcome == "response" and not rejected.failed and rejected.decisions == []
+        assert (rejected.status.status, rejected.status.code, rejected.status.action) == (400, "bad_request", "none")
+
+
+# --- No agent -----------------------------------------------------------------------------------------
+
+
+def test_without_an_agent_the_examples_show_default_content_and_network_error():
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    try:
+        nowhere = f"ipc://{folder}/app.sock"
+        done = run_example("prefetch_and_load.py", "--endpoint", nowhere)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0] == "prefetch: failed"
+        assert loaded_lines(done.stdout) == {"logo": ("default", "BlueWhale"), "buttonColor": ("default", "red")}
+        assert callback_lines(done.stdout) == {"logo": "BlueWhale", "buttonColor": "red"}
+
+        done = run_example("preauthorize.py", "--endpoint", nowhere, "--requestor", REQUESTOR)
+        assert done.returncode == 1
+        assert done.stdout.startswith("failure: network_error (none): ")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_file_nobody_serves_gives_defaults_and_network_error():
+    """What a crashed agent leaves behind: the file is there, nothing accepts connections on it."""
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    stale = os.path.join(folder, "app.sock")
+    listener = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+    listener.bind(stale)
+    listener.close()
+    try:
+        assert os.path.exists(stale)
+        with PreflightClient(f"ipc://{stale}", requestor=REQUESTOR) as client:
+            assert client.prefetch(["logo"]) is False
+            contents = client.load_requests([TargetRequest("logo", "BlueWhale")])
+            assert [(c.name, c.content, c.source) for c in contents] == [("logo", "BlueWhale", "default")]
+            response = client.preauthorize(["resource1"])
+            assert response.failed and response.decisions == []
+            assert (response.status.status, response.status.code, response.status.action) == (0, "network_error", "none")
+            assert client.clear_prefetch_cache() is None
+            with pytest.raises(AgentUnavailable):
+                client.ping()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- Events -------------------------------------------------------------------------------------------
+
+
+def test_watch_events_example_prints_the_event_a_prefetch_causes(env):
+    watcher = subprocess.Popen(
+        [sys.executable, os.path.join(EXAMPLES, "watch_events.py"), "--endpoint", env.agent.events,
+         "--topic", "offers.prefetched", "--count", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with env.client() as client:
+            # PUB drops what is published before the subscription arrives: prefetch until one is printed.
+            def printed():
+                assert client.prefetch(["logo"])
+                try:
+                    watcher.wait(timeout=0.05)
+                    return True
+                except subprocess.TimeoutExpired:
+                    return False
+
+            wait_until("watch_events.py to print an event", printed)
+        out, err = watcher.communicate(timeout=10)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.communicate()
+    assert watcher.returncode == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 1
+    topic, _, body = lines[0].partition(" ")
+    assert topic == "offers.prefetched"
+    event = json.loads(body)
+    assert event["topic"] == "offers.prefetched"
+    assert event["mboxes"] == ["logo"] and event["cached"] == ["logo"]
+
+
+def test_client_events_yields_events_of_the_topics_asked_for(env):
+    with env.client() as client, client.events(["offers.cleared"]) as stream:
+        seen = []
+
+        def cleared():
+            client.clear_prefetch_cache()
+            event = stream.receive(timeout=0.05)
+            if event is not None:
+                seen.append(event)
+            return bool(seen)
+
+        wait_until("an offers.cleared event", cleared)
+    assert seen[0].topic == "offers.cleared"
+    assert seen[0].body["topic"] == "offers.cleared" and seen[0].body["cleared"] == 0
+
+
+# --- Wire and reliability -----------------------------------------------------------------------------
+
+
+class RecordingProxy:
+    """A ROUTER in front of the real agent that records every request body the client sends and forwards
+    it unchanged, so the test sees exactly what the agent receives (and what it answers)."""
+
+    def __init__(self, folder, upstream):
+        self.endpoint = f"ipc://{folder}/recording.sock"
+        self.context = zmq.Context()
+        self.front = self.context.socket(zmq.ROUTER)
+        self.front.setsockopt(zmq.LINGER, 0)
+        self.front.bind(self.endpoint)
+        self.back = self.context.socket(zmq.DEALER)
+        self.back.setsockopt(zmq.LINGER, 0)
+        self.back.connect(upstream)
+        self.bodies = []
+        self.replies = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        peers = {}
+        poller = zmq.Poller()
+        poller.register(self.front, zmq.POLLIN)
+        poller.register(self.back, zmq.POLLIN)
+        while not self.stopping.is_set():
+            for sock, _ in poller.poll(50):
+                if sock is self.front:
+                    identity, delimiter, body = self.front.recv_multipart()
+                    assert delimiter == b""
+                    self.bodies.append(json.loads(body))
+                    peers[self.bodies[-1]["id"]] = identity
+                    self.back.send_multipart([b"", body])
+                else:
+                    _, body = self.back.recv_multipart()
+                    reply = json.loads(body)
+                    self.replies.append(reply)
+                    self.front.send_multipart([peers.pop(reply["id"]), b"", body])
+
+    def close(self):
+        self.stopping.set()
+        self.thread.join()
+        self.front.close()
+        self.back.close()
+        self.context.term()
+
+
+def test_the_client_puts_the_documented_json_on_the_wire(env):
+    env.login_and_wait_configured()
+    proxy = RecordingProxy(env.folder, env.agent.app)
+    try:
+        with PreflightClient(proxy.endpoint, requestor=REQUESTOR) as client:
+            mboxes = [
+                TargetPrefetch("logo", mbox_parameters={"status": "platinum"},
+                               product_parameters={"id": "24D3412", "categoryId": "Books"},
+                               order_parameters={"id": "ADCKKIM", "total": "344.30", "purchasedProductIds": "34, 125, 99"}),
+                TargetPrefetch("buttonColor", mbox_parameters={"userType": "Paid"},
+                               product_parameters={"id": "764334", "categoryId": "Online"},
+                               order_parameters={"id": "4t4uxksa", "total": "54.90", "purchasedProductIds": ["id1", "id2"]}),
+            ]
+            assert client.prefetch(mboxes, profile_parameters={"age": "20-32"})
+            client.load_requests([TargetRequest("logo", "BlueWhale", mbox_parameters={"status": "platinum"}),
+                                  TargetRequest("buttonColor", "red")], profile_parameters={"age": "20-32"})
+            client.preauthorize(["resource1", "resource2", "resource3"], disable_features=[Feature.LOCAL_CACHE])
+            client.clear_prefetch_cache()
+    finally:
+        proxy.close()
+
+    without_ids = [{key: value for key, value in body.items() if key != "id"} for body in proxy.bodies]
+    assert without_ids == [
+        {"v": 1, "cmd": "prefetch", "args": SEED_PREFETCH_ARGS},
+        {"v": 1, "cmd": "loadRequests", "args": SEED_LOAD_ARGS},
+        {"v": 1, "cmd": "preauthorize", "args": SEED_PREAUTHORIZE_ARGS},
+        {"v": 1, "cmd": "clearPrefetchCache"},
+    ]
+    assert len({body["id"] for body in proxy.bodies}) == 4
+    assert all(reply["ok"] is True for reply in proxy.replies), proxy.replies
+    assert [reply["id"] for reply in proxy.replies] == [body["id"] for body in proxy.bodies]
+    assert proxy.replies[0]["result"] == {"success": True, "mboxes": [{"name": "logo", "cached": True},
+                                                                     {"name": "buttonColor", "cached": True}]}
+    assert [c["source"] for c in proxy.replies[1]["result"]["contents"]] == ["cache", "cache"]
+    assert proxy.replies[2]["result"]["outcome"] == "response"
+    assert proxy.replies[3]["result"] == {"cleared": 2}
+
+
+def test_a_request_without_a_reply_is_sent_again_on_a_new_socket():
+    """Lazy Pirate: a stand-in agent that ignores the first request and answers every later one."""
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    context = zmq.Context()
+    stand_in = context.socket(zmq.ROUTER)
+    stand_in.setsockopt(zmq.LINGER, 0)
+    endpoint = f"ipc://{folder}/app.sock"
+    stand_in.bind(endpoint)
+    received = []
+    stopping = threading.Event()
+
+    def serve():
+        while not stopping.is_set():
+            if not stand_in.poll(50):
+                continue
+            identity, _, body = stand_in.recv_multipart()
+            received.append((identity, json.loads(body)))
+            if len(received) > 1:
+                reply = {"v": 1, "id": received[-1][1]["id"], "ok": True, "result": {"version": "stand-in", "uptimeMs": 1}}
+                stand_in.send_multipart([identity, b"", json.dumps(reply).encode()])
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        with PreflightClient(endpoint, timeout=0.3, retries=5) as client:
+            assert client.ping() == {"version": "stand-in", "uptimeMs": 1}
+    finally:
+        stopping.set()
+        server.join()
+        stand_in.close()
+        context.term()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert len(received) >= 2
+    (first_peer, first), (second_peer, second) = received[:2]
+    assert first == second and first["cmd"] == "ping"
+    assert first_peer != second_peer
+
+
+def test_the_client_keeps_working_across_an_agent_restart(env):
+    offers = put_distinctive_offers(env.sim)
+    with env.client() as client:
+        assert client.prefetch(["logo"]) is True
+        assert client.load_requests([TargetRequest("logo", "BlueWhale")])[0].source == "cache"
+        stop_agent(env.agent)
+        # While it is gone: the default content, at once.
+        assert client.load_requests([TargetRequest("logo", "BlueWhale")])[0].source == "default"
+        env.start()
+        # The same client, with no reconnect call: a new agent with an empty cache fetches from Target.
+        contents = client.load_requests([TargetRequest("logo", "BlueWhale")])
+        assert (contents[0].source, contents[0].content) == ("network", option_content(offers["logo"]["options"][0]))
+        assert client.ping()["uptimeMs"] >= 0
+
+
+def test_endpoints_and_requestor_default_to_the_configuration_file(env):
+    with PreflightClient(config=env.agent.config_path) as client:
+        assert client.endpoint == env.agent.app
+        assert client.events_endpoint == env.agent.events
+        assert client.requestor == REQUESTOR
+        assert isinstance(client.ping()["version"], str)
+    # The admin endpoint answers app commands too; the app endpoint refuses admin commands.
+    with PreflightClient(env.agent.app, requestor=REQUESTOR) as client:
+        with pytest.raises(AgentError) as refused:
+            client.request("status")
+        assert refused.value.code == "not_permitted"
+    assert request(env.agent.admin, "ping")["ok"] is True

@@ -1,0 +1,636 @@
+"""A small Python client for preflightd, the on-device agent for Adobe Target offers and Adobe Pass.
+
+It speaks the Preflight IPC protocol (docs/PROTOCOL.md) over ZeroMQ with pyzmq, its only dependency,
+and reads like the Adobe SDKs it replaces, in Python's naming:
+
+    Target iOS SDK                                   this module
+    targetPrefetchObjectWithName:mboxParameters:     TargetPrefetch(name, mbox_parameters=...)
+    targetPrefetchContent:withProfileParameters:     client.prefetch(mboxes, profile_parameters) -> bool
+    targetRequestObjectWithName:defaultContent:...   TargetRequest(name, default_content, ..., callback=...)
+    targetLoadRequests:withProfileParameters:        client.load_requests(requests, profile_parameters)
+    targetPrefetchClearCache                         client.clear_prefetch_cache()
+
+    AccessEnabler                                    this module
+    preauthorize(PreauthorizeRequest, callback)      client.preauthorize(resources, disable_features=...)
+    PreauthorizeResponse.getStatus/getDecisions      response.status / response.decisions
+    Decision.getId/isAuthorized/getError             decision.id / .authorized / .error
+
+Like the SDKs, it keeps the app working when the agent cannot be reached: `load_requests` answers each
+request's default content, `prefetch` answers False and `preauthorize` answers a failure with status
+code `network_error`. Every command it sends is safe to repeat, so a request that gets no reply in time
+is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a bounded number of
+times. A client may be shared by threads: each request borrows a socket of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import socket as pysocket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+import zmq
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "Decision",
+    "Event",
+    "EventStream",
+    "Feature",
+    "PreauthorizeResponse",
+    "PreflightClient",
+    "PreflightError",
+    "AgentError",
+    "AgentUnavailable",
+    "Status",
+    "TargetContent",
+    "TargetPrefetch",
+    "TargetRequest",
+]
+
+DEFAULT_CONFIG = "/etc/preflight/preflight.json"
+DEFAULT_APP_ENDPOINT = "ipc:///run/preflight/app.sock"
+DEFAULT_EVENTS_ENDPOINT = "ipc:///run/preflight/events.sock"
+
+# Seconds each attempt may take. The agent bounds its own answers: Target calls by
+# `target.timeout` (5 s by default), Adobe Pass by `pass.answerDeadline` (15 s); a little is added for
+# scheduling, so a slow but working agent is not asked twice.
+COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0}
+QUICK_TIMEOUT = 2.0
+# How long a socket may take to be connected before the client probes whether anything listens
+# (a ZMTP handshake over a local socket takes well under a millisecond on an idle box).
+CONNECTED_GRACE_MS = 20
+
+log = logging.getLogger("preflight_client")
+
+
+class Feature:
+    """The AccessEnabler's `PreauthorizeRequest.Feature` values, for `disable_features`."""
+
+    LOCAL_CACHE = "LOCAL_CACHE"
+    REMOTE_CACHE = "REMOTE_CACHE"
+
+
+class PreflightError(Exception):
+    """Base of the errors this module raises."""
+
+
+class AgentError(PreflightError):
+    """The agent answered with an error reply: the command was not carried out.
+
+    `code` is the protocol's error code (`invalid_argument`, `not_permitted`, ...), `field` the path of
+    the offending argument for `invalid_argument` (`mboxes[0].mboxParameters.orderId`), `action` what to
+    do about it (`none`, `retry`, `retry-after`, ...).
+    """
+
+    def __init__(self, code: str, message: str, field: Optional[str] = None, action: str = "none",
+                 retry_after_ms: Optional[int] = None):
+        super().__init__(f"{code}: {message}" + (f" (field {field})" if field else ""))
+        self.code = code
+        self.message = message
+        self.field = field
+        self.action = action
+        self.retry_after_ms = retry_after_ms
+
+
+class AgentUnavailable(PreflightError):
+    """No reply from the agent after every attempt: not running, not reachable, or not answering."""
+
+    def __init__(self, endpoint: str, reason: str):
+        super().__init__(f"preflightd not reachable at {endpoint}: {reason}")
+        self.endpoint = endpoint
+        self.reason = reason
+
+
+# --- Target --------------------------------------------------------------------------------------------
+
+Parameters = Dict[str, str]
+
+
+@dataclass
+class TargetPrefetch:
+    """One mbox to prefetch (the SDK's TargetPrefetchObject)."""
+
+    name: str
+    mbox_parameters: Optional[Parameters] = None
+    product_parameters: Optional[Dict[str, str]] = None
+    order_parameters: Optional[Dict[str, Any]] = None
+
+    def to_wire(self) -> Dict[str, Any]:
+        return _mbox_wire(self.name, self.mbox_parameters, self.product_parameters, self.order_parameters)
+
+
+@dataclass
+class TargetRequest:
+    """One mbox to load (the SDK's TargetRequestObject).
+
+    `callback`, when given, is called with the mbox's content (a string) once it is known, as the SDK
+    calls the request object's callback; `default_content` is what it gets when nothing better can be had.
+    """
+
+    name: str
+    default_content: str
+    mbox_parameters: Optional[Parameters] = None
+    callback: Optional[Callable[[str], Any]] = None
+    product_parameters: Optional[Dict[str, str]] = None
+    order_parameters: Optional[Dict[str, Any]] = None
+
+    def __post_init__(self):
+        if not isinstance(self.default_content, str):
+            raise TypeError(f"default_content of {self.name!r} must be a string (it may be empty)")
+
+    def to_wire(self) -> Dict[str, Any]:
+        wire = _mbox_wire(self.name, self.mbox_parameters, self.product_parameters, self.order_parameters)
+        # defaultContent right after name, as in docs/PROTOCOL.md (key order is cosmetic on the wire).
+        return {"name": wire.pop("name"), "defaultContent": self.default_content, **wire}
+
+
+@dataclass(frozen=True)
+class TargetContent:
+    """What `load_requests` answers for one request.
+
+    `source` is `cache` (from the agent's prefetch cache), `network` (fetched from Target now) or
+    `default` (the request's default content: Target had nothing, failed, or the agent was unreachable).
+    """
+
+    name: str
+    content: str
+    source: str
+
+
+def _mbox_wire(name, mbox_parameters, product_parameters, order_parameters) -> Dict[str, Any]:
+    wire: Dict[str, Any] = {"name": name}
+    if mbox_parameters is not None:
+        wire["mboxParameters"] = dict(mbox_parameters)
+    if product_parameters is not None:
+        wire["productParameters"] = dict(product_parameters)
+    if order_parameters is not None:
+        wire["orderParameters"] = dict(order_parameters)
+    return wire
+
+
+# --- Adobe Pass ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Status:
+    """The AccessEnabler's Status: `status` is the HTTP status (0 when the agent could not serve the
+    request), `code` the error code, `action` what to do (`none`, `authentication`, `retry`, ...)."""
+
+    status: int = 0
+    code: Optional[str] = None
+    message: Optional[str] = None
+    details: Optional[str] = None
+    help_url: Optional[str] = None
+    trace: Optional[str] = None
+    action: Optional[str] = None
+
+    @classmethod
+    def from_wire(cls, wire: Optional[Dict[str, Any]]) -> Optional["Status"]:
+        if not isinstance(wire, dict):
+            return None
+        status = wire.get("status")
+        return cls(
+            status=status if isinstance(status, int) else 0,
+            code=wire.get("code"),
+            message=wire.get("message"),
+            details=wire.get("details"),
+            help_url=wire.get("helpUrl"),
+            trace=wire.get("trace"),
+            action=wire.get("action"),
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One resource's preauthorization decision; `error` (a Status) may explain a denial."""
+
+    id: str
+    authorized: bool
+    error: Optional[Status] = None
+
+
+@dataclass(frozen=True)
+class PreauthorizeResponse:
+    """The AccessEnabler's PreauthorizeResponse.
+
+    `outcome` is `response` (the AccessEnabler's onResponse: `decisions`, one per requested resource,
+    possibly a `status` from Adobe Pass) or `failure` (onFailure: no decisions, `status.status` 0 and a
+    `status.code` such as `authentication_session_missing` or `network_error`).
+    """
+
+    outcome: str
+    decisions: List[Decision] = field(default_factory=list)
+    status: Optional[Status] = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failure"
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "PreauthorizeResponse":
+        decisions = [
+            Decision(id=item["id"], authorized=bool(item.get("authorized")), error=Status.from_wire(item.get("error")))
+            for item in result.get("resources") or []
+        ]
+        return cls(outcome=result.get("outcome", "response"), decisions=decisions,
+                   status=Status.from_wire(result.get("status")))
+
+
+# --- Events --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One message of the agent's event endpoint: `topic` (`offers.prefetched`, ...) and its JSON body."""
+
+    topic: str
+    body: Dict[str, Any]
+
+
+# --- The client ----------------------------------------------------------------------------------------
+
+
+def read_config(path: Optional[str] = None) -> Dict[str, Any]:
+    """The agent's configuration file as a dict; {} when the default file is absent or unreadable.
+
+    An explicitly named file that cannot be read raises (OSError or ValueError)."""
+    if path is not None:
+        with open(path) as handle:
+            return json.load(handle)
+    try:
+        with open(DEFAULT_CONFIG) as handle:
+            config = json.load(handle)
+        return config if isinstance(config, dict) else {}
+    except (OSError, ValueError) as error:
+        log.debug("not using %s: %s", DEFAULT_CONFIG, error)
+        return {}
+
+
+class PreflightClient:
+    """A connection to preflightd's app endpoint (and, for `events`, its event endpoint).
+
+    endpoint: the app endpoint; default `agent.appEndpoint` of the configuration file, else
+        ipc:///run/preflight/app.sock.
+    events_endpoint: the event endpoint; default `agent.eventsEndpoint` of the configuration file, else
+        ipc:///run/preflight/events.sock.
+    config: the agent's configuration file to read those from (default /etc/preflight/preflight.json).
+    requestor: the Adobe Pass requestor (the AccessEnabler's setRequestor); default the only one the
+        configuration file lists in `pass.requestors`.
+    timeout: seconds each attempt may take (connection and reply), for every command (default per
+        command: 2 s, 7 s for Target commands, 17 s for preauthorize: the agent's own bounds plus a
+        margin).
+    retries: how many times a command that got no reply is sent again, each time on a new socket.
+    """
+
+    def __init__(self, endpoint: Optional[str] = None, *, events_endpoint: Optional[str] = None,
+                 config: Optional[str] = None, requestor: Optional[str] = None,
+                 timeout: Optional[float] = None, retries: int = 2, context: Optional[zmq.Context] = None):
+        settings = read_config(config) if (config is not None or endpoint is None or events_endpoint is None
+                                           or requestor is None) else {}
+        agent = settings.get("agent") if isinstance(settings.get("agent"), dict) else {}
+        self.endpoint = endpoint or agent.get("appEndpoint") or DEFAULT_APP_ENDPOINT
+        self.events_endpoint = events_endpoint or agent.get("eventsEndpoint") or DEFAULT_EVENTS_ENDPOINT
+        if requestor is None:
+            pass_ = settings.get("pass") if isinstance(settings.get("pass"), dict) else {}
+            requestors = pass_.get("requestors")
+            if isinstance(requestors, list) and len(requestors) == 1 and isinstance(requestors[0], str):
+                requestor = requestors[0]
+        self.requestor = requestor
+        self.timeout = timeout
+        self.retries = max(0, int(retries))
+        self._own_context = context is None
+        self._context = context or zmq.Context()
+        self._idle: List[zmq.Socket] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._id_prefix = f"py{os.getpid()}-{id(self) & 0xFFFF:x}-"
+        self._closed = False
+
+    # Context manager and cleanup.
+
+    def __enter__(self) -> "PreflightClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the client's sockets (and its ZeroMQ context, unless one was passed in)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for socket in idle:
+            socket.close(linger=0)
+        if self._own_context:
+            # destroy, not term: an EventStream left open must not make close() wait forever.
+            self._context.destroy(linger=0)
+
+    def set_requestor(self, requestor: str) -> None:
+        """The Adobe Pass requestor used by `preauthorize` (the AccessEnabler's setRequestor)."""
+        self.requestor = requestor
+
+    # Target.
+
+    def prefetch(self, mboxes: Sequence[Union[TargetPrefetch, str]],
+                 profile_parameters: Optional[Parameters] = None) -> bool:
+        """Prefetches mboxes into the agent's cache (targetPrefetchContent); True when Target answered.
+
+        `mboxes` are TargetPrefetch objects or plain mbox names. False when Target failed or the agent
+        was unreachable; an argument the agent refuses raises AgentError (code `invalid_argument`)."""
+        args: Dict[str, Any] = {"mboxes": [_prefetch_object(mbox).to_wire() for mbox in mboxes]}
+        if profile_parameters is not None:
+            args["profileParameters"] = dict(profile_parameters)
+        try:
+            result = self.request("prefetch", args)
+        except AgentUnavailable as error:
+            log.warning("prefetch not done: %s", error)
+            return False
+        return bool(result.get("success"))
+
+    def load_requests(self, requests: Sequence[TargetRequest],
+                      profile_parameters: Optional[Parameters] = None) -> List[TargetContent]:
+        """Loads mbox contents (targetLoadRequests), from the prefetch cache where it holds them.
+
+        Calls each request's callback with its content, in request order, and returns one TargetContent
+        per request. When the agent is unreachable every request gets its default content (source
+        `default`); an argument the agent refuses raises AgentError before any callback runs."""
+        requests = list(requests)
+        args: Dict[str, Any] = {"requests": [request.to_wire() for request in requests]}
+        if profile_parameters is not None:
+            args["profileParameters"] = dict(profile_parameters)
+        try:
+            result = self.request("loadRequests", args)
+            contents = [
+                TargetContent(name=item["name"], content=item["content"], source=item["source"])
+                for item in result["contents"]
+            ]
+            if len(contents) != len(requests):
+                raise AgentUnavailable(self.endpoint, f"{len(contents)} contents for {len(requests)} requests")
+        except AgentUnavailable as error:
+            log.warning("loadRequests answered with default content: %s", error)
+            contents = [TargetContent(request.name, request.default_content, "default") for request in requests]
+        for request, content in zip(requests, contents):
+            if request.callback is not None:
+                request.callback(content.content)
+        return contents
+
+    def clear_prefetch_cache(self) -> Optional[int]:
+        """Empties the agent's prefetch cache (targetPrefetchClearCache); the number of entries removed,
+        or None when the agent was unreachable."""
+        try:
+            return int(self.request("clearPrefetchCache").get("cleared", 0))
+        except AgentUnavailable as error:
+            log.warning("clearPrefetchCache not done: %s", error)
+            return None
+
+    # Adobe Pass.
+
+    def preauthorize(self, resources: Sequence[str], disable_features: Iterable[str] = (),
+                     requestor: Optional[str] = None) -> PreauthorizeResponse:
+        """Preauthorizes resources with Adobe Pass (the AccessEnabler's preauthorize).
+
+        `disable_features`: Feature.LOCAL_CACHE (skip the agent's decision cache) and/or
+        Feature.REMOTE_CACHE. One decision per resource, in order. When the agent is unreachable the
+        response is a failure with status code `network_error`, as the AccessEnabler answers when Adobe
+        cannot be reached."""
+        requestor = requestor or self.requestor
+        if not requestor:
+            raise ValueError("no Adobe Pass requestor: pass requestor=..., call set_requestor(), or list exactly "
+                             "one in the configuration file's pass.requestors")
+        args: Dict[str, Any] = {"requestor": requestor, "resources": list(resources)}
+        disabled = [str(feature) for feature in disable_features]
+        if disabled:
+            args["disabledFeatures"] = disabled
+        try:
+            return PreauthorizeResponse.from_wire(self.request("preauthorize", args))
+        except AgentUnavailable as error:
+            log.warning("preauthorize failed: %s", error)
+            return PreauthorizeResponse(
+                outcome="failure",
+                status=Status(status=0, code="network_error", message=str(error), action="none"),
+            )
+
+    # Other commands.
+
+    def ping(self) -> Dict[str, Any]:
+        """The agent's version and uptime; raises AgentUnavailable when it does not answer."""
+        return self.request("ping")
+
+    def events(self, topics: Iterable[str] = (), timeout: Optional[float] = None) -> "EventStream":
+        """Subscribes to the agent's events (PUB messages) whose topic starts with one of `topics` (all
+        when empty); iterate over the returned EventStream to get them, close it when done.
+
+        The subscription starts here, before the first event is asked for. Iteration runs until the caller
+        stops, or, with `timeout`, until no event arrived for that many seconds. Events published before
+        the subscription reached the agent are not seen: PUB does not replay."""
+        return EventStream(self._context, self.events_endpoint, topics, timeout)
+
+    def request(self, cmd: str, args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Sends one command and returns its `result`.
+
+        Retries on a new socket when no reply came in time, and when the agent answered `shutting_down`
+        or `overloaded`. Raises AgentUnavailable when every attempt failed and AgentError for any other
+        error reply."""
+        request_id = self._id_prefix + str(next(self._ids))
+        body: Dict[str, Any] = {"v": 1, "id": request_id, "cmd": cmd}
+        if args is not None:
+            body["args"] = args
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        timeout = self.timeout if self.timeout is not None else COMMAND_TIMEOUTS.get(cmd, QUICK_TIMEOUT)
+        reason = "no attempt made"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(0.1 * 2 ** (attempt - 1), 1.0))
+            try:
+                reply = self._exchange(payload, request_id, timeout)
+            except _AttemptFailed as failure:
+                reason = failure.reason
+                log.debug("%s attempt %d failed: %s", cmd, attempt + 1, reason)
+                continue
+            if reply.get("ok") is True:
+                result = reply.get("result")
+                return result if isinstance(result, dict) else {}
+            error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+            agent_error = AgentError(
+                code=str(error.get("code", "internal_error")),
+                message=str(error.get("message", "")),
+                field=error.get("field"),
+                action=str(error.get("action", "none")),
+                retry_after_ms=error.get("retryAfterMs"),
+            )
+            if agent_error.code in ("shutting_down", "overloaded"):
+                reason = str(agent_error)
+                if agent_error.retry_after_ms:
+                    time.sleep(min(agent_error.retry_after_ms / 1000.0, 5.0))
+                continue
+            raise agent_error
+        raise AgentUnavailable(self.endpoint, reason)
+
+    # One attempt: a pooled socket (or a new one), the request, its reply. A socket is returned to the
+    # pool only after a clean exchange, so no pooled socket ever has a reply outstanding.
+
+    def _exchange(self, payload: bytes, request_id: str, timeout: float) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        socket = self._borrow()
+        clean = False
+        try:
+            # ZMQ_IMMEDIATE: writable only once a connection to the agent is up, so a request is never
+            # queued for an agent that is gone. If a pooled socket is not connected at once, its agent
+            # may have exited: the probe says so without waiting for the timeout.
+            if not socket.poll(CONNECTED_GRACE_MS, zmq.POLLOUT):
+                path = _ipc_path(self.endpoint)
+                if path is not None:
+                    _probe_ipc(path)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not socket.poll(max(1, int(remaining * 1000)), zmq.POLLOUT):
+                    raise _AttemptFailed(f"not connected within {timeout:g} s")
+            socket.send_multipart([b"", payload])
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not socket.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                    raise _AttemptFailed(f"no reply within {timeout:g} s")
+                frames = socket.recv_multipart()
+                if len(frames) != 2 or frames[0] != b"":
+                    raise _AttemptFailed(f"expected [delimiter][body], got {len(frames)} frames")
+                try:
+                    reply = json.loads(frames[1])
+                except ValueError:
+                    raise _AttemptFailed("a reply that is not JSON") from None
+                if not isinstance(reply, dict):
+                    raise _AttemptFailed("a reply that is not a JSON object")
+                if reply.get("id") == request_id:
+                    clean = True
+                    return reply
+                if reply.get("id") is None and reply.get("ok") is False:
+                    # The agent could not read the request at all: not worth repeating.
+                    clean = True
+                    return reply
+                # A reply for another id cannot be ours; keep waiting for ours.
+        finally:
+            if clean:
+                self._give_back(socket)
+            else:
+                socket.close(linger=0)
+
+    def _borrow(self) -> zmq.Socket:
+        with self._lock:
+            if self._closed:
+                raise PreflightError("the client is closed")
+            if self._idle:
+                return self._idle.pop()
+        path = _ipc_path(self.endpoint)
+        if path is not None:
+            _probe_ipc(path)
+        socket = self._context.socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.IMMEDIATE, 1)
+        socket.connect(self.endpoint)
+        return socket
+
+    def _give_back(self, socket: zmq.Socket) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(socket)
+                return
+        socket.close(linger=0)
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _prefetch_object(mbox: Union[TargetPrefetch, str]) -> TargetPrefetch:
+    return mbox if isinstance(mbox, TargetPrefetch) else TargetPrefetch(name=mbox)
+
+
+def _ipc_path(endpoint: str) -> Optional[str]:
+    if not endpoint.startswith("ipc://"):
+        return None
+    path = endpoint[len("ipc://"):]
+    if not path or path == "*" or path.startswith("@"):
+        return None
+    return path
+
+
+def _probe_ipc(path: str) -> None:
+    """Fails the attempt at once when no agent can be listening at an ipc path: no socket file, a file
+    a crashed agent left that nobody accepts connections on, or one this user may not open. Anything
+    else is left to ZeroMQ (a plain non-blocking Unix-domain connect, closed at once)."""
+    if not os.path.exists(path):
+        raise _AttemptFailed(f"no socket file at {path}; is preflightd running?")
+    probe = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        raise _AttemptFailed(f"nothing accepts connections on {path}; is preflightd running?") from None
+    except PermissionError:
+        raise _AttemptFailed(f"not permitted to connect to {path} (the app socket is for group preflight)") from None
+    except OSError:
+        pass  # EAGAIN (a full backlog: someone listens), a path too long for sockaddr_un, ...: let ZeroMQ try.
+    finally:
+        probe.close()
+
+
+class EventStream:
+    """A subscription to the agent's event endpoint: iterate for Events, or `receive` one at a time.
+
+    Use it from one thread (a ZeroMQ socket belongs to one thread); close it, or use it in a `with`."""
+
+    def __init__(self, context: zmq.Context, endpoint: str, topics: Iterable[str] = (),
+                 timeout: Optional[float] = None):
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._socket = context.socket(zmq.SUB)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        for topic in list(topics) or [""]:
+            self._socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        self._socket.connect(endpoint)
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            event = self.receive(self.timeout)
+            if event is None:
+                return
+            yield event
+
+    def receive(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when none arrived within `timeout` seconds (None: wait as long as it
+        takes). Messages that are not `[topic][JSON object]` are skipped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            # Short polls keep Ctrl-C prompt.
+            if remaining < 0 or not self._socket.poll(max(0, int(remaining * 1000))):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                continue
+            frames = self._socket.recv_multipart()
+            if len(frames) != 2:
+                continue
+            try:
+                topic = frames[0].decode()
+                body = json.loads(frames[1])
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(body, dict):
+                return Event(topic=topic, body=body)
+
+    def close(self) -> None:
+        self._socket.close(linger=0)
