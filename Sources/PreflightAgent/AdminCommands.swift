@@ -85,7 +85,7 @@ extension CommandDispatcher {
             "ageMs": .integer(milliseconds(ContinuousClock.now - offer.cachedAt)),
             "hits": .integer(Int64(offer.hits)),
             "tokens": .integer(Int64(offer.eventTokens.count)),
-            "options": .integer(Int64(offer.options.count)),
+            "options": .integer(Int64(offer.optionInfo.count)),
         ]
     }
 

@@ -26,13 +26,23 @@ public struct OfferOption: Sendable, Hashable {
 /// content. Everything a hit needs is prepared here, once: the content as a JSON string, and the part
 /// of a display notification that depends only on the offer.
 public final class CachedOffer: Sendable {
+    /// An option as Target returned it, without its content: the content lives once, in
+    /// `encodedContent`, and `options` cuts it back into pieces for the admin view.
+    public struct OptionInfo: Sendable, Hashable {
+        public let type: String
+        public let eventToken: String?
+        /// Length in UTF-8 bytes of this option's part of the concatenated content.
+        let contentBytes: Int
+        /// The content was JSON (a `json` option, or anything that was not a plain string).
+        let isJSON: Bool
+    }
+
     public let name: String
-    public let options: [OfferOption]
+    public let optionInfo: [OptionInfo]
     public let state: String?
     /// The options' content concatenated in order, encoded as a JSON string: what `loadRequests`
-    /// returns, appended to the reply without escaping again.
+    /// returns, appended to the reply without escaping again. The only copy of the content.
     public let encodedContent: [UInt8]
-    public let eventTokens: [String]
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
     let notificationFragment: [UInt8]
@@ -40,19 +50,29 @@ public final class CachedOffer: Sendable {
     public let cachedAtEpochMs: Int64
     private let hitCount = Atomic<Int>(0)
 
-    /// Approximate bytes this entry holds (options, encoded content, notification fragment, tokens,
-    /// state, name), for the cache budget.
+    /// Approximate bytes this entry holds (encoded content, notification fragment, tokens, state,
+    /// name, fixed overhead), for the cache budget.
     public let bytes: Int
 
     public init(name: String, options: [OfferOption], state: String?, now: ContinuousClock.Instant, epochMs: Int64) {
         self.name = name
-        self.options = options
         self.state = state
-        let content = options.map(\.contentText).joined()
+        let texts = options.map(\.contentText)
+        self.optionInfo = zip(options, texts).map { option, text in
+            let isJSON: Bool
+            if case .string = option.content, option.type != "json" { isJSON = false } else { isJSON = true }
+            return OptionInfo(
+                type: option.type,
+                eventToken: option.eventToken,
+                contentBytes: text.utf8.count,
+                isJSON: isJSON
+            )
+        }
+        let content = texts.joined()
         var writer = JSONWriter(reservingCapacity: content.utf8.count + 2)
         writer.writeString(content)
         self.encodedContent = writer.bytes
-        self.eventTokens = options.compactMap(\.eventToken)
+        let eventTokens = options.compactMap(\.eventToken)
         var fragment = JSONWriter()
         fragment.appendASCII("\"mbox\":{\"name\":")
         fragment.writeString(name)
@@ -66,15 +86,32 @@ public final class CachedOffer: Sendable {
         self.cachedAt = now
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
-        // The options hold the content once more; 160 bytes stand for the entry's fixed overhead.
         self.bytes =
-            content.utf8.count + encodedContent.count + notificationFragment.count + tokenBytes
-            + (state?.utf8.count ?? 0) + name.utf8.count * 2 + 160
+            encodedContent.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
+            + name.utf8.count * 2 + 48 * optionInfo.count + 160
+    }
+
+    /// The event tokens of the options, in order.
+    public var eventTokens: [String] {
+        optionInfo.compactMap(\.eventToken)
     }
 
     /// The options' content concatenated in order, as `loadRequests` returns it.
     public var content: String {
-        options.map(\.contentText).joined()
+        (try? JSONReader.read(encodedContent))?.stringValue ?? ""
+    }
+
+    /// The options as Target returned them, rebuilt from the one stored copy of the content (admin views).
+    public var options: [OfferOption] {
+        let bytes = Array(content.utf8)
+        var start = 0
+        return optionInfo.map { info in
+            let end = min(start + info.contentBytes, bytes.count)
+            let text = String(decoding: bytes[start..<end], as: UTF8.self)
+            start = end
+            let value = info.isJSON ? ((try? JSONReader.read(text)) ?? .string(text)) : .string(text)
+            return OfferOption(type: info.type, content: value, eventToken: info.eventToken)
+        }
     }
 
     /// Loads answered from this entry.

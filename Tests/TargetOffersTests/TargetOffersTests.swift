@@ -120,6 +120,18 @@ private let logger = Logger(label: "test")
         #expect(String(decoding: offer.encodedContent, as: UTF8.self) == #""<p>{\"color\":\"blue\"}""#)
     }
 
+    @Test func optionsAreRebuiltFromTheOneStoredCopyOfTheContent() {
+        let options = [
+            OfferOption(type: "html", content: "<p>é😀</p>", eventToken: "t1"),
+            OfferOption(type: "json", content: ["color": "blue", "n": [1, 2]], eventToken: nil),
+            OfferOption(type: "html", content: "", eventToken: "t3"),
+            OfferOption(type: "html", content: "tail \"quoted\"\n", eventToken: nil),
+        ]
+        let offer = CachedOffer(name: "m", options: options, state: "s", now: .now, epochMs: 0)
+        #expect(offer.options == options)
+        #expect(offer.eventTokens == ["t1", "t3"])
+    }
+
     @Test func clearRemovesAllOrOne() {
         let cache = PrefetchCache(budgetBytes: 1 << 20)
         cache.store(offer("a"))
