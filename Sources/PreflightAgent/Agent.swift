@@ -96,7 +96,8 @@ public final class Agent: Service {
                 admin: configuration.agent.adminEndpoint,
                 events: configuration.agent.eventsEndpoint,
                 appGroup: configuration.agent.appSocketGroup,
-                adminGroup: configuration.agent.adminSocketGroup
+                adminGroup: configuration.agent.adminSocketGroup,
+                allowedAdminGroups: configuration.agent.allowedAdminGroups
             ),
             handler: dispatcher,
             maxBodyBytes: configuration.agent.maxBodyBytes,
@@ -227,6 +228,10 @@ public final class Agent: Service {
             ("agent.adminEndpoint", running.agent.adminEndpoint, next.agent.adminEndpoint),
             ("agent.eventsEndpoint", running.agent.eventsEndpoint, next.agent.eventsEndpoint),
             ("agent.stateDirectory", running.agent.stateDirectory, next.agent.stateDirectory),
+            (
+                "agent.allowedAdminGroups", running.agent.allowedAdminGroups.joined(separator: ","),
+                next.agent.allowedAdminGroups.joined(separator: ",")
+            ),
         ]
         for (key, old, new) in fixed where old != new {
             logger.warning(
@@ -238,6 +243,7 @@ public final class Agent: Service {
         next.agent.adminEndpoint = running.agent.adminEndpoint
         next.agent.eventsEndpoint = running.agent.eventsEndpoint
         next.agent.stateDirectory = running.agent.stateDirectory
+        next.agent.allowedAdminGroups = running.agent.allowedAdminGroups
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
         pass.update(configuration: next.pass.serviceConfiguration)

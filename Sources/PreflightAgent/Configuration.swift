@@ -39,6 +39,10 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var appSocketGroup: String?
         /// Group of the admin socket file (`preflight-admin` on a box).
         public var adminSocketGroup: String?
+        /// When set, admin commands are answered only for root, the agent's user and members of these
+        /// groups, checked per connection from the kernel's peer credentials (ZAP); others get
+        /// `not_permitted`. Empty: the socket file's mode is the only check.
+        public var allowedAdminGroups: [String] = []
     }
 
     public struct Target: Sendable, Equatable {
@@ -207,6 +211,7 @@ extension AgentConfiguration {
             try section.integer("maxInFlightPerPeer", into: &configuration.agent.maxInFlightPerPeer, in: 1...100_000)
             try section.optionalString("appSocketGroup", into: &configuration.agent.appSocketGroup)
             try section.optionalString("adminSocketGroup", into: &configuration.agent.adminSocketGroup)
+            try section.stringArray("allowedAdminGroups", into: &configuration.agent.allowedAdminGroups)
             try section.oneOf(
                 "logLevel",
                 ["trace", "debug", "info", "notice", "warning", "error", "critical"],
@@ -453,6 +458,7 @@ extension AgentConfiguration {
                 "logLevel": .string(agent.logLevel),
                 "appSocketGroup": agent.appSocketGroup.map { .string($0) } ?? .null,
                 "adminSocketGroup": agent.adminSocketGroup.map { .string($0) } ?? .null,
+                "allowedAdminGroups": .array(agent.allowedAdminGroups.map { .string($0) }),
             ],
             "target": [
                 "clientCode": .string(target.clientCode),

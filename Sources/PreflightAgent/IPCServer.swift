@@ -95,12 +95,24 @@ public final class IPCServer: Sendable {
         /// Group given to the admin socket file (PROTOCOL.md: `preflight-admin`).
         public var adminGroup: String?
 
-        public init(app: String, admin: String, events: String, appGroup: String? = nil, adminGroup: String? = nil) {
+        /// Groups whose members may send admin commands (`agent.allowedAdminGroups`); empty leaves the
+        /// socket file's mode as the only check.
+        public var allowedAdminGroups: [String]
+
+        public init(
+            app: String,
+            admin: String,
+            events: String,
+            appGroup: String? = nil,
+            adminGroup: String? = nil,
+            allowedAdminGroups: [String] = []
+        ) {
             self.app = app
             self.admin = admin
             self.events = events
             self.appGroup = appGroup
             self.adminGroup = adminGroup
+            self.allowedAdminGroups = allowedAdminGroups
         }
     }
 
@@ -248,13 +260,15 @@ public final class IPCServer: Sendable {
         let app: ZeroMQSocket
         let admin: ZeroMQSocket
         let events: ZeroMQSocket
+        /// The ZAP handler's socket, when admin peers are checked.
+        let zap: ZeroMQSocket?
 
         func socket(for role: EndpointRole) -> ZeroMQSocket {
             role == .app ? app : admin
         }
 
         func closeAll() {
-            for socket in [app, admin, events] {
+            for socket in [app, admin, events] + (zap.map { [$0] } ?? []) {
                 try? socket.setOption(.linger(milliseconds: 200))
                 socket.close()
             }
@@ -292,6 +306,7 @@ public final class IPCServer: Sendable {
         let app: ZeroMQSocket
         let admin: ZeroMQSocket
         let events: ZeroMQSocket
+        var zap: ZeroMQSocket?
         do {
             context = try ZeroMQContext(ioThreads: 1)
             app = try context.makeSocket(.router)
@@ -309,6 +324,14 @@ public final class IPCServer: Sendable {
             }
             try events.setOption(.sendHighWaterMark(1000))
             try events.setOption(.linger(milliseconds: 0))
+            if !endpoints.allowedAdminGroups.isEmpty {
+                // The handler must be bound before any admin connection can start its handshake.
+                let handler = try context.makeSocket(.rep)
+                try handler.setOption(.linger(milliseconds: 0))
+                try handler.bind("inproc://zeromq.zap.01")
+                zap = handler
+                try admin.setOption(.zapDomain(AdminPeerCheck.domain))
+            }
         } catch {
             throw AgentError.bindFailed(endpoints.app, reason: "\(error)")
         }
@@ -327,6 +350,7 @@ public final class IPCServer: Sendable {
                 app.close()
                 admin.close()
                 events.close()
+                zap?.close()
                 // Only the files of endpoints this process bound are ours to remove.
                 for (other, otherEndpoint) in [(app, endpoints.app), (admin, endpoints.admin)]
                 where bound.contains(where: { $0 === other }) {
@@ -338,7 +362,7 @@ public final class IPCServer: Sendable {
                 throw AgentError.bindFailed(endpoint, reason: "\(error)")
             }
         }
-        return Sockets(context: context, app: app, admin: admin, events: events)
+        return Sockets(context: context, app: app, admin: admin, events: events, zap: zap)
     }
 
     /// Creates the folder of an ipc endpoint when missing (`RuntimeDirectory=` does it under systemd).
@@ -396,6 +420,10 @@ public final class IPCServer: Sendable {
             PollItem(socket: sockets.admin, events: .readable),
             PollItem(fileDescriptor: wakeUp.fileDescriptor, events: .readable),
         ]
+        let peerCheck = sockets.zap.map { _ in AdminPeerCheck(allowedGroups: endpoints.allowedAdminGroups) }
+        if let zap = sockets.zap {
+            items.append(PollItem(socket: zap, events: .readable))
+        }
         while true {
             do {
                 _ = try poll(&items, timeout: tickInterval)
@@ -406,6 +434,9 @@ public final class IPCServer: Sendable {
             onTick?()
             if items[2].returnedEvents.contains(.readable) {
                 wakeUp.drain()
+            }
+            if let zap = sockets.zap, let peerCheck, items[3].returnedEvents.contains(.readable) {
+                answerHandshakes(on: zap, peerCheck)
             }
             flushOutgoing(sockets)
             let draining: Bool
@@ -422,16 +453,30 @@ public final class IPCServer: Sendable {
             // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
             for (index, role) in [(0, EndpointRole.app), (1, EndpointRole.admin)]
             where items[index].returnedEvents.contains(.readable) {
-                receiveBatch(from: sockets.socket(for: role), role: role, sockets: sockets, draining: draining)
+                receiveBatch(
+                    from: sockets.socket(for: role),
+                    role: role,
+                    checkPeers: role == .admin && sockets.zap != nil,
+                    draining: draining
+                )
             }
         }
     }
 
-    private func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, sockets: Sockets, draining: Bool) {
+    private func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, checkPeers: Bool, draining: Bool) {
         for _ in 0..<256 {
             let frames: [[UInt8]]
             do {
-                frames = try socket.receive(dontWait: true)
+                if checkPeers {
+                    let received = try socket.receive(dontWait: true, property: "User-Id")
+                    frames = received.frames
+                    if received.property != AdminPeerCheck.allowedUserId {
+                        refuseAdminPeer(frames, on: socket)
+                        continue
+                    }
+                } else {
+                    frames = try socket.receive(dontWait: true)
+                }
             } catch {
                 if error != .wouldBlock {
                     logger.error("receive failed", metadata: ["endpoint": "\(role)", "error": "\(error)"])
@@ -440,6 +485,48 @@ public final class IPCServer: Sendable {
             }
             handleMessage(frames, role: role, socket: socket, draining: draining)
         }
+    }
+
+    /// Answers every waiting ZAP handshake (admin connections only: no other socket has a domain).
+    private func answerHandshakes(on zap: ZeroMQSocket, _ peerCheck: AdminPeerCheck) {
+        while let request = try? zap.receive(dontWait: true) {
+            let reply = peerCheck.reply(to: request)
+            if reply.count > 4, reply[4] != Array(AdminPeerCheck.allowedUserId.utf8) {
+                let address = request.count > 3 ? String(decoding: request[3], as: UTF8.self) : "?"
+                logger.notice(
+                    "admin connection from a user outside agent.allowedAdminGroups; its commands get not_permitted",
+                    metadata: ["peer": "\(address)"]
+                )
+            }
+            do {
+                try zap.send(reply)
+            } catch {
+                logger.error("cannot answer a ZAP handshake", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// `not_permitted` to an admin request from a connection the peer check refused.
+    private func refuseAdminPeer(_ frames: [[UInt8]], on socket: ZeroMQSocket) {
+        requestCount.add(1, ordering: .relaxed)
+        guard frames.count >= 3, let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }),
+            delimiter + 1 < frames.count
+        else { return }
+        let id: String?
+        switch Request.decode(frames[delimiter + 1]) {
+        case .success(let request): id = request.id
+        case .failure(let failure): id = failure.id
+        }
+        var reply = Array(frames[...delimiter])
+        reply.append(
+            Reply.failure(
+                id: id,
+                error: .notPermitted(
+                    "this user may not send admin commands: it is in none of agent.allowedAdminGroups (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
+                )
+            )
+        )
+        send(reply, on: socket, role: .admin)
     }
 
     private func handleMessage(_ frames: [[UInt8]], role: EndpointRole, socket: ZeroMQSocket, draining: Bool) {

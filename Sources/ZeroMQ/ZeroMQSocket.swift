@@ -179,14 +179,26 @@ public final class ZeroMQSocket {
     ///
     /// - Throws: `.wouldBlock`, `.invalidState` (e.g. REP receiving twice), `.contextTerminated`, `.notSocket`.
     public func receive(dontWait: Bool = false) throws(ZeroMQError) -> [[UInt8]] {
+        try receive(dontWait: dontWait, property: nil).frames
+    }
+
+    /// Receives one whole multipart message, and the value of one metadata property of its frames
+    /// (`zmq_msg_gets`; the last frame that has it): `"User-Id"` as a ZAP handler set it for the connection, `"Peer-Address"`, or a
+    /// property the ZAP handler attached. nil when the message carries no such property.
+    public func receive(
+        dontWait: Bool = false,
+        property: String?
+    ) throws(ZeroMQError) -> (frames: [[UInt8]], property: String?) {
         let handle = try liveHandle()
         let flags = dontWait ? ZMQ_DONTWAIT : 0
         var frames: [[UInt8]] = []
+        var value: String?
         var more = true
         while more {
-            frames.append(try receiveFrame(flags: flags, on: handle, more: &more))
+            // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask the last.
+            frames.append(try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value))
         }
-        return frames
+        return (frames, value)
     }
 
     /// The socket's notification file descriptor (`ZMQ_FD`), for integrating with another event loop.
@@ -231,7 +243,9 @@ public final class ZeroMQSocket {
     private func receiveFrame(
         flags: CInt,
         on handle: UnsafeMutableRawPointer,
-        more: inout Bool
+        more: inout Bool,
+        property: String? = nil,
+        value: inout String?
     ) throws(ZeroMQError) -> [UInt8] {
         // zmq_msg_init cannot fail.
         _ = zmq_msg_init(message)
@@ -245,6 +259,9 @@ public final class ZeroMQSocket {
             initialized = size
         }
         more = zmq_msg_more(message) != 0
+        if let property, let text = zmq_msg_gets(message, property) {
+            value = String(cString: text)
+        }
         return frame
     }
 
