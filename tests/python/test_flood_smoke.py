@@ -51,4 +51,4 @@ def test_flood_smoke_loses_no_reply_and_reports_rss():
     assert memory["agentAnsweredAfterwards"] is True
 
     assert "| polite client | p50 | p90 | p99 | p99.9 |" in completed.stdout
-    assert "| t (s) | phase | VmRSS | state folder |" in completed.stdout
+    assert "| t (s) | phase | VmRSS | of it anonymous | state folder | notifications queued |" in completed.stdout

@@ -40,10 +40,10 @@ class Setup:
     def state(self):
         return os.path.join(self.folder, "state")
 
-    def start(self):
+    def start(self, **target_extra):
         self.agent = start_agent(
             self.folder,
-            target={"serverURL": self.sim.url, "notificationBatchAge": 0.2, "timeout": 2},
+            target={"serverURL": self.sim.url, "notificationBatchAge": 0.2, "timeout": 2, **target_extra},
             pass_={
                 "serverURL": self.sim.url,
                 "softwareStatement": TEST_SOFTWARE_STATEMENT,
@@ -418,3 +418,38 @@ def test_a_power_cut_mid_write_leaves_a_readable_state_folder(setup):
     for line in open(journal, "rb").read().split(b"\n"):
         if line:
             json.loads(line)
+
+
+def test_the_notification_journal_stays_bounded_while_target_is_down(setup):
+    capacity = 100  # the smallest the configuration allows
+    setup.start(notificationQueueCapacity=capacity)
+    assert ok(request(setup.agent.app, "prefetch", {"mboxes": [{"name": "logo"}]}))["success"]
+    setup.sim.call("POST", "/_sim/faults", {"path": DELIVERY, "status": 503})
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(setup.agent.app)
+    body = {"v": 1, "cmd": "loadRequests", "args": {"requests": [{"name": "logo", "defaultContent": "d"}]}}
+    loads, window, sent, cached = 3000, 200, 0, 0
+    try:
+        while cached < loads:
+            while sent < loads and sent - cached < window:
+                dealer.send_multipart([b"", json.dumps({**body, "id": str(sent)}).encode()])
+                sent += 1
+            assert dealer.poll(30000), "no reply within 30 s"
+            reply = json.loads(dealer.recv_multipart()[-1])
+            assert ok(reply)["contents"][0]["source"] == "cache"
+            cached += 1
+    finally:
+        dealer.close()
+    status = setup.admin("notifications.status")
+    assert status["queued"] + status["inFlight"] <= capacity
+    assert status["droppedOverflow"] >= loads - capacity - 50
+    with open(os.path.join(setup.state, "target-notifications.journal"), "rb") as handle:
+        lines = handle.read().count(b"\n")
+    # The queue holds at most 100 notifications; 3,000 loads' history is not needed to restore them.
+    if lines > 2000:
+        # Known agent bug (reported, docs/RELIABILITY.md): the journal is compacted only when the queue is
+        # empty, so while Target is unreachable (or displays outpace sending) it grows by a line per display
+        # and per overflow drop without bound, and a start reads it whole into memory. This test passes,
+        # and then guards the fix, once the journal is compacted while notifications are pending.
+        pytest.xfail(f"{lines} journal lines for {status['queued']} queued notifications")
