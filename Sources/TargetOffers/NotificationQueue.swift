@@ -272,6 +272,39 @@ public final class NotificationQueue: Sendable {
         }
     }
 
+    /// Rewrites the journal with only what is still queued once its history outgrows that several times
+    /// over (Target unreachable, or displays outpacing sends, while overflow drops and acks pile up),
+    /// so the file and the next start's replay stay proportional to the queue, not to the box's uptime.
+    /// Called from the sender's loop, not the I/O thread; the atomic rewrite (temp file, fsync, rename)
+    /// holds the queue's lock, so a load arriving meanwhile waits for it, about once per
+    /// `4 × capacity` displays while a backlog lasts.
+    public func compactJournalIfLarge() {
+        guard let journalPath else { return }
+        state.withLock { state in
+            let live = state.pending.count + state.inFlight.count
+            guard state.journal >= 0, state.journalLines > max(1000, 4 * live) else { return }
+            let lines = (Array(state.inFlight.values) + Array(state.pending)).flatMap { Self.journalLine(add: $0) }
+            do {
+                try StateFile.atomicWrite(lines, to: journalPath, mode: 0o600)
+            } catch {
+                logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
+                return
+            }
+            let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                logger.error(
+                    "cannot reopen the compacted notification journal; new notifications will not survive a restart",
+                    metadata: ["errno": "\(errno)"]
+                )
+                return
+            }
+            close(state.journal)
+            state.journal = descriptor
+            state.journalLines = live
+            state.journalDirty = false
+        }
+    }
+
     /// With nothing pending, the journal's history is dead weight: start it afresh.
     private func compactIfIdleLocked(_ state: inout State) {
         guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, state.journal >= 0 else {
@@ -289,9 +322,21 @@ public final class NotificationQueue: Sendable {
         if let data = FileManager.default.contents(atPath: journalPath) {
             var acknowledged = Set<String>()
             var added: [DisplayNotification] = []
+            var unreadable = 0
+            defer {
+                if unreadable > 0 {
+                    logger.warning(
+                        "skipped unreadable notification journal lines (a power cut can tear the last one)",
+                        metadata: ["lines": "\(unreadable)"]
+                    )
+                }
+            }
             for line in data.split(separator: 0x0A) where !line.isEmpty {
                 // A power cut can leave a torn last line; it was never acknowledged to anyone, skip it.
-                guard let entry = try? JSONReader.read(Array(line)) else { continue }
+                guard let entry = try? JSONReader.read(Array(line)) else {
+                    unreadable += 1
+                    continue
+                }
                 if let add = entry["add"], let notification = DisplayNotification(deliveryJSON: add) {
                     added.append(notification)
                 } else if let ids = entry["ack"]?.arrayValue {

@@ -328,6 +328,7 @@ public final class TargetService: Sendable {
                     ), await sendNotificationBatch(), notifications.summary.counters.sent > sentBefore
                 else { break }
             }
+            notifications.compactJournalIfLarge()
             if clock.now() - lastSync >= .seconds(1) {
                 notifications.syncJournal()
                 lastSync = clock.now()

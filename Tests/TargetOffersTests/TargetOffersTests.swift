@@ -228,6 +228,27 @@ private let logger = Logger(label: "test")
         #expect(queue.summary.counters.lastError == "HTTP 503")
     }
 
+    @Test func theJournalIsCompactedToWhatIsStillQueued() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        for index in 0..<3000 { queue.enqueue(notification("m\(index)")) }
+        let inFlight = queue.take(max: 10)
+        func lines() throws -> Int { try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count }
+        #expect(try lines() > 5000)  // an add per display and an ack per overflow drop
+        queue.compactJournalIfLarge()
+        #expect(try lines() == 100)
+        queue.enqueue(notification("after"))
+        // A restart now restores exactly what was queued, the batch in flight included.
+        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        #expect(restarted.summary.pending == 100)
+        let restored = Set(restarted.take(max: 200).map(\.mboxName))
+        #expect(restored.isSuperset(of: inFlight.map(\.mboxName)))
+        #expect(restored.contains("after") && restored.contains("m2999") && !restored.contains("m0"))
+    }
+
     @Test func overflowDropsTheOldestAndCountsIt() {
         let queue = NotificationQueue(journalPath: nil, capacity: 2, clock: ManualClock().clock, logger: logger)
         let first = notification("a")
