@@ -32,9 +32,23 @@ public struct StateFile: Sendable {
         if case .object(let object)? = try? JSONReader.read(Array(data)) {
             return object
         }
-        let aside = "\(path).corrupt-\(Int(Date().timeIntervalSince1970))"
-        try? FileManager.default.moveItem(atPath: path, toPath: aside)
-        logger.error("state file unreadable; moved aside", metadata: ["file": "\(path)", "movedTo": "\(aside)"])
+        // rename(2) replaces whatever has the name: pick one that is free, so no earlier copy is lost.
+        let stamp = "\(path).corrupt-\(Int(Date().timeIntervalSince1970))"
+        var aside = stamp
+        var attempt = 1
+        while access(aside, F_OK) == 0 {
+            attempt += 1
+            aside = "\(stamp)-\(attempt)"
+        }
+        if rename(path, aside) == 0 {
+            logger.error("state file unreadable; moved aside", metadata: ["file": "\(path)", "movedTo": "\(aside)"])
+        } else {
+            let code = errno
+            logger.error(
+                "state file unreadable, and it cannot be moved aside; it is ignored and will be replaced",
+                metadata: ["file": "\(path)", "errno": "\(code)"]
+            )
+        }
         return nil
     }
 

@@ -183,6 +183,26 @@ private let logger = Logger(label: "test")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder)
         #expect(names.contains { $0.hasPrefix("target-visitor.json.corrupt-") })
     }
+
+    @Test func anEarlierCorruptCopyIsNotOverwritten() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = "\(folder)/target-visitor.json"
+        // Copies a previous crash left under the names this second (and the next) would use.
+        let now = Int(Date().timeIntervalSince1970)
+        for second in now...(now + 2) {
+            try Data("earlier".utf8).write(to: URL(fileURLWithPath: "\(path).corrupt-\(second)"))
+        }
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(StateFile(path: path, logger: logger).read() == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(names.count == 4)
+        for second in now...(now + 2) {
+            #expect(try String(contentsOfFile: "\(path).corrupt-\(second)", encoding: .utf8) == "earlier")
+        }
+    }
 }
 
 @Suite struct NotificationQueueTests {
