@@ -135,6 +135,11 @@ public struct CommandDispatcher: RequestHandler {
         }
     }
 
+    /// Display notifications queued by this batch's cache hits reach the journal in one write.
+    public func endOfBatch() {
+        target.notifications.commitJournal()
+    }
+
     /// The reply bytes for a result, timed into `statistics`.
     private func reply(to request: Request, name: String, started: UInt64, _ result: CommandResult) -> [UInt8] {
         switch result {

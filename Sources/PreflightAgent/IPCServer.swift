@@ -26,6 +26,15 @@ public protocol RequestHandler: Sendable {
     /// is only deferred after `responder.admit()` said yes. Must not block: every other client waits
     /// while it runs.
     func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]?
+
+    /// Called on the I/O thread after a batch of requests was handled and before their replies are
+    /// sent: work that each request queued is committed here once per batch (the notification
+    /// journal's group commit).
+    func endOfBatch()
+}
+
+extension RequestHandler {
+    public func endOfBatch() {}
 }
 
 /// Sends one deferred reply, from any thread, to the peer that sent the request.
@@ -463,7 +472,10 @@ public final class IPCServer: Sendable {
         }
     }
 
+    /// Handles up to 256 waiting requests, then lets the handler commit what they queued, then sends
+    /// their replies: a reply never leaves before the work it reports is durable.
     private func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, checkPeers: Bool, draining: Bool) {
+        var replies: [[[UInt8]]] = []
         for _ in 0..<256 {
             let frames: [[UInt8]]
             do {
@@ -481,9 +493,16 @@ public final class IPCServer: Sendable {
                 if error != .wouldBlock {
                     logger.error("receive failed", metadata: ["endpoint": "\(role)", "error": "\(error)"])
                 }
-                return
+                break
             }
-            handleMessage(frames, role: role, socket: socket, draining: draining)
+            if let reply = handleMessage(frames, role: role, draining: draining) {
+                replies.append(reply)
+            }
+        }
+        guard !replies.isEmpty else { return }
+        handler.endOfBatch()
+        for reply in replies {
+            send(reply, on: socket, role: role)
         }
     }
 
@@ -529,37 +548,34 @@ public final class IPCServer: Sendable {
         send(reply, on: socket, role: .admin)
     }
 
-    private func handleMessage(_ frames: [[UInt8]], role: EndpointRole, socket: ZeroMQSocket, draining: Bool) {
-        guard frames.count >= 2 else { return }  // a ROUTER always prepends the routing id
+    /// The reply to send for one message, or nil when there is none (yet: deferred work replies later).
+    private func handleMessage(_ frames: [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
+        guard frames.count >= 2 else { return nil }  // a ROUTER always prepends the routing id
         requestCount.add(1, ordering: .relaxed)
         // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
         guard let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }) else {
             shared.withLock { $0.counters.malformedFrames += 1 }
             let error = ProtocolErrorReply.malformed("missing the empty delimiter frame before the body")
-            send([frames[0], error], on: socket, role: role)
-            return
+            return [frames[0], error]
         }
         guard frames.count - delimiter - 1 == 1 else {
             shared.withLock { $0.counters.malformedFrames += 1 }
             let error = ProtocolErrorReply.malformed(
                 "expected exactly one body frame after the delimiter; got \(frames.count - delimiter - 1)"
             )
-            send(Array(frames[...delimiter]) + [error], on: socket, role: role)
-            return
+            return Array(frames[...delimiter]) + [error]
         }
         // From here the message is envelope + one body; a reply is the same frames with the body replaced.
         var frames = frames
         let body = frames[delimiter + 1]
         if draining {
             frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
-            send(frames, on: socket, role: role)
-            return
+            return frames
         }
         let responder = Responder(server: self, role: role, frames: frames)
-        if let reply = handler.handle(body, role: role, responder: responder) {
-            frames[delimiter + 1] = reply
-            send(frames, on: socket, role: role)
-        }
+        guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
+        frames[delimiter + 1] = reply
+        return frames
     }
 
     private func flushOutgoing(_ sockets: Sockets) {

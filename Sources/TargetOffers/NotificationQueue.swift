@@ -94,6 +94,9 @@ public final class NotificationQueue: Sendable {
         var journal: CInt = -1
         var journalDirty = false
         var journalLines = 0
+        /// Journal lines queued in memory for the next `write(2)` (group commit; see `commitJournal`).
+        var unwritten: [UInt8] = []
+        var unwrittenLines = 0
         var counters = Counters()
         var consecutiveFailures = 0
         var retryAt: ContinuousClock.Instant?
@@ -114,11 +117,17 @@ public final class NotificationQueue: Sendable {
     }
 
     deinit {
-        let descriptor = state.withLock { $0.journal }
+        let descriptor = state.withLock { state in
+            writeUnwrittenLocked(&state)
+            return state.journal
+        }
         if descriptor >= 0 { close(descriptor) }
     }
 
-    /// Queues a notification and appends it to the journal. Never blocks on a flush.
+    /// Queues a notification and its journal line. The line reaches the file at the next
+    /// `commitJournal()`: the I/O thread commits once per batch of requests, before it sends their
+    /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
+    /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
     public func enqueue(_ notification: DisplayNotification) {
         let line = Self.journalLine(add: notification)
         state.withLock { state in
@@ -133,9 +142,15 @@ public final class NotificationQueue: Sendable {
         }
     }
 
+    /// Writes the journal lines queued since the last commit, in one `write(2)`.
+    public func commitJournal() {
+        state.withLock { writeUnwrittenLocked(&$0) }
+    }
+
     /// Takes up to `max` notifications to send (they stay journaled until confirmed).
     public func take(max: Int) -> [DisplayNotification] {
         state.withLock { state in
+            writeUnwrittenLocked(&state)
             let batch = Array(state.pending.prefix(max))
             state.pending.removeFirst(batch.count)
             for notification in batch { state.inFlight[notification.id] = notification }
@@ -163,6 +178,7 @@ public final class NotificationQueue: Sendable {
             state.consecutiveFailures = 0
             state.retryAt = nil
             if !confirmed.isEmpty { appendLocked(&state, Self.journalLine(ack: confirmed)) }
+            writeUnwrittenLocked(&state)
             compactIfIdleLocked(&state)
         }
     }
@@ -202,6 +218,7 @@ public final class NotificationQueue: Sendable {
     /// Flushes the journal to disk if anything was appended since the last sync.
     public func syncJournal() {
         let descriptor = state.withLock { state -> CInt in
+            writeUnwrittenLocked(&state)
             guard state.journalDirty else { return -1 }
             state.journalDirty = false
             return state.journal
@@ -251,8 +268,15 @@ public final class NotificationQueue: Sendable {
 
     private func appendLocked(_ state: inout State, _ line: [UInt8]) {
         guard state.journal >= 0 else { return }
+        state.unwritten.append(contentsOf: line)
+        state.unwrittenLines += 1
+        if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
+    }
+
+    private func writeUnwrittenLocked(_ state: inout State) {
+        guard state.journal >= 0, !state.unwritten.isEmpty else { return }
         let descriptor = state.journal
-        let ok = line.withUnsafeBytes { buffer -> Bool in
+        let ok = state.unwritten.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
                 let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
@@ -266,10 +290,12 @@ public final class NotificationQueue: Sendable {
         }
         if ok {
             state.journalDirty = true
-            state.journalLines += 1
+            state.journalLines += state.unwrittenLines
         } else {
             logger.error("cannot append to the notification journal", metadata: ["errno": "\(errno)"])
         }
+        state.unwritten.removeAll(keepingCapacity: true)
+        state.unwrittenLines = 0
     }
 
     /// Rewrites the journal with only what is still queued once its history outgrows that several times
@@ -282,7 +308,7 @@ public final class NotificationQueue: Sendable {
         guard let journalPath else { return }
         state.withLock { state in
             let live = state.pending.count + state.inFlight.count
-            guard state.journal >= 0, state.journalLines > max(1000, 4 * live) else { return }
+            guard state.journal >= 0, state.journalLines + state.unwrittenLines > max(1000, 4 * live) else { return }
             let lines = (Array(state.inFlight.values) + Array(state.pending)).flatMap { Self.journalLine(add: $0) }
             do {
                 try StateFile.atomicWrite(lines, to: journalPath, mode: 0o600)
@@ -301,6 +327,9 @@ public final class NotificationQueue: Sendable {
             close(state.journal)
             state.journal = descriptor
             state.journalLines = live
+            // The rewrite holds every live notification; lines not yet written are history now.
+            state.unwritten.removeAll(keepingCapacity: true)
+            state.unwrittenLines = 0
             state.journalDirty = false
         }
     }

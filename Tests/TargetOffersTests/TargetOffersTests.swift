@@ -257,10 +257,12 @@ private let logger = Logger(label: "test")
         for index in 0..<3000 { queue.enqueue(notification("m\(index)")) }
         let inFlight = queue.take(max: 10)
         func lines() throws -> Int { try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count }
+        queue.commitJournal()
         #expect(try lines() > 5000)  // an add per display and an ack per overflow drop
         queue.compactJournalIfLarge()
         #expect(try lines() == 100)
         queue.enqueue(notification("after"))
+        queue.commitJournal()  // as the I/O thread does after each batch of requests
         // A restart now restores exactly what was queued, the batch in flight included.
         let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
         #expect(restarted.summary.pending == 100)
