@@ -232,6 +232,14 @@ public final class Agent: Service {
                 "agent.allowedAdminGroups", running.agent.allowedAdminGroups.joined(separator: ","),
                 next.agent.allowedAdminGroups.joined(separator: ",")
             ),
+            // Applied once, when the logger, the socket files and the queue are made.
+            ("agent.logLevel", running.agent.logLevel, next.agent.logLevel),
+            ("agent.appSocketGroup", running.agent.appSocketGroup ?? "", next.agent.appSocketGroup ?? ""),
+            ("agent.adminSocketGroup", running.agent.adminSocketGroup ?? "", next.agent.adminSocketGroup ?? ""),
+            (
+                "target.notificationQueueCapacity", "\(running.target.notificationQueueCapacity)",
+                "\(next.target.notificationQueueCapacity)"
+            ),
         ]
         for (key, old, new) in fixed where old != new {
             logger.warning(
@@ -244,6 +252,10 @@ public final class Agent: Service {
         next.agent.eventsEndpoint = running.agent.eventsEndpoint
         next.agent.stateDirectory = running.agent.stateDirectory
         next.agent.allowedAdminGroups = running.agent.allowedAdminGroups
+        next.agent.logLevel = running.agent.logLevel
+        next.agent.appSocketGroup = running.agent.appSocketGroup
+        next.agent.adminSocketGroup = running.agent.adminSocketGroup
+        next.target.notificationQueueCapacity = running.target.notificationQueueCapacity
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
         pass.update(configuration: next.pass.serviceConfiguration)

@@ -54,6 +54,8 @@ def test_sighup_refuses_an_endpoint_change_but_applies_the_rest(target_env):
 
     def change(config):
         config["agent"]["appEndpoint"] = "ipc:///tmp/elsewhere.sock"
+        config["agent"]["logLevel"] = "debug"
+        config["target"]["notificationQueueCapacity"] = 500
         config["target"]["timeout"] = 1.5
 
     rewrite_config(agent, change)
@@ -61,5 +63,10 @@ def test_sighup_refuses_an_endpoint_change_but_applies_the_rest(target_env):
     wait_until("the new timeout", lambda: ok(request(agent.admin, "config.show"))["target"]["timeout"] == 1.5)
     shown = ok(request(agent.admin, "config.show"))
     assert shown["agent"]["appEndpoint"] == agent.app
-    assert "needs a restart" in read_log(agent.folder)
+    # Keys applied only at start keep their running value, and the journal says why.
+    assert shown["agent"]["logLevel"] == "info"
+    assert shown["target"]["notificationQueueCapacity"] == 10000
+    log = read_log(agent.folder)
+    for key in ("agent.appEndpoint", "agent.logLevel", "target.notificationQueueCapacity"):
+        assert f"{key} changed; that needs a restart" in log
     assert ok(request(agent.app, "ping"))["version"]
