@@ -100,9 +100,18 @@ public final class TargetService: Sendable {
         configurationBox.withLock { $0 }
     }
 
-    /// Applies a reloaded configuration; the cache, the session and the queue are kept.
+    /// Applies a reloaded configuration; the cache, the session and the queue are kept. A new server
+    /// drops the edge host the old one handed out: it would otherwise replace the new server's host
+    /// (PROTOCOL.md) until the session expires, so the new address would not apply at once.
     public func update(configuration: TargetConfiguration) {
-        configurationBox.withLock { $0 = configuration }
+        let previous = configurationBox.withLock { box in
+            let previous = box
+            box = configuration
+            return previous
+        }
+        if previous.serverURL != configuration.serverURL {
+            visitor.forgetEdgeHost()
+        }
         cache.setBudget(configuration.cacheBudgetBytes)
         visitor.setTimeout(configuration.sessionTimeout)
     }

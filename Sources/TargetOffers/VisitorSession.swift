@@ -97,6 +97,12 @@ public final class VisitorSession: Sendable {
         }
     }
 
+    /// Forgets the edge host, keeping the session and the tntId: the next request goes to the configured
+    /// server, whose answer names the edge host again.
+    public func forgetEdgeHost() {
+        state.withLock { $0.edgeHost = nil }
+    }
+
     /// Takes `tntId` and `edgeHost` from a response; a new tntId is written to the state directory.
     public func learn(tntId: String?, edgeHost: String?) {
         let changedTntId = state.withLock { state -> String? in

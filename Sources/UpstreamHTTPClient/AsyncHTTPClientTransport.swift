@@ -42,7 +42,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 let key = name.lowercased()
                 headers[key] = headers[key].map { "\($0), \(value)" } ?? value
             }
-            let body = try await response.body.collect(upTo: maxResponseBytes)
+            let body = try await Self.collect(response.body, upTo: maxResponseBytes, deadline: deadline)
             return HTTPResponse(status: Int(response.status.code), headers: headers, body: Array(buffer: body))
         } catch let error as NIOTooManyBytesError {
             throw TransportError(.bodyTooLarge, "response body over \(maxResponseBytes) bytes (\(error))")
@@ -59,6 +59,32 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             throw TransportError(.cancelled, "cancelled")
         } catch {
             throw TransportError(.connection, "\(error)")
+        }
+    }
+
+    /// The body, read within the request's deadline. AsyncHTTPClient's deadline ends when the response
+    /// head arrives: without this, a body trickling in a byte at a time (slowloris) would hold the call,
+    /// its task and its connection for as long as the server likes. Past the deadline the read is
+    /// cancelled, which makes AsyncHTTPClient close the connection.
+    private static func collect(
+        _ body: HTTPClientResponse.Body,
+        upTo maxBytes: Int,
+        deadline: NIODeadline
+    ) async throws -> ByteBuffer {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: maxBytes) }
+            group.addTask {
+                let remaining = deadline - NIODeadline.now()
+                if remaining > .zero {
+                    try await Task.sleep(for: .nanoseconds(remaining.nanoseconds))
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard case .some(.some(let buffer)) = try await group.next() else {
+                throw HTTPClientError.deadlineExceeded
+            }
+            return buffer
         }
     }
 }

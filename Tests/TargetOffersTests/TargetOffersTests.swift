@@ -436,6 +436,23 @@ private let logger = Logger(label: "test")
         #expect(transport.requests.count == 1)
         #expect(target.counters.defaultsByReason == ["noContent": 1])
     }
+
+    @Test func aReloadedServerURLAppliesAtOnceDespiteALearnedEdgeHost() async throws {
+        let transport = ScriptedTransport()
+        transport.answer(HTTPResponse(status: 200, body: Array(#"{"status":200,"edgeHost":"127.0.0.1"}"#.utf8)))
+        let target = service(transport)
+        let prefetch = PrefetchCommand(mboxes: [PrefetchMbox(name: "logo")])
+        _ = await target.prefetch(prefetch)
+        _ = await target.prefetch(prefetch)
+        #expect(transport.requests.last?.url.hasPrefix("http://127.0.0.1:9/") == true)
+        // Same server: the edge host stays.
+        target.update(configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"))
+        #expect(target.visitor.current.edgeHost == "127.0.0.1")
+        target.update(configuration: TargetConfiguration(clientCode: "acme", serverURL: "https://target.example:8443"))
+        #expect(target.visitor.current.edgeHost == nil)
+        _ = await target.prefetch(prefetch)
+        #expect(transport.requests.last?.url.hasPrefix("https://target.example:8443/") == true)
+    }
 }
 
 @Suite struct PrefetchCacheOrderTests {

@@ -123,18 +123,23 @@ def read_log(folder):
 
 
 class Simulator:
-    """preflight-sim on an ephemeral loopback port, with helpers for its control API."""
+    """preflight-sim on an ephemeral loopback port, with helpers for its control API.
 
-    def __init__(self, folder):
+    With `tls=(certificate, key)` it also serves over TLS on a second port (`tls_url`)."""
+
+    def __init__(self, folder, tls=None):
         port_file = os.path.join(folder, "sim.port")
         self.log = open(os.path.join(folder, "sim.log"), "w")
-        self.process = subprocess.Popen(
-            [os.path.join(REPO, "tools", "preflight-sim"), "--port", "0", "--port-file", port_file, "--quiet"],
-            stderr=self.log,
-            stdout=self.log,
-        )
+        command = [os.path.join(REPO, "tools", "preflight-sim"), "--port", "0", "--port-file", port_file, "--quiet"]
+        tls_port_file = os.path.join(folder, "sim-tls.port")
+        if tls is not None:
+            command += ["--tls-cert", tls[0], "--tls-key", tls[1], "--tls-port-file", tls_port_file]
+        self.process = subprocess.Popen(command, stderr=self.log, stdout=self.log)
         wait_until("preflight-sim to listen", lambda: os.path.exists(port_file) and open(port_file).read().strip())
-        self.url = f"http://127.0.0.1:{open(port_file).read().strip()}"
+        self.port = int(open(port_file).read().strip())
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls_port = int(open(tls_port_file).read().strip()) if tls is not None else None
+        self.tls_url = f"https://127.0.0.1:{self.tls_port}" if tls is not None else None
         # Target's edgeHost must resolve here: with serverURL set, the agent keeps scheme and port.
         self.call("PUT", "/_sim/target/edgeHost", {"edgeHost": "127.0.0.1"})
 

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -40,6 +41,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"edgeHost Target responses name (default {target.EDGE_HOST})")
     parser.add_argument("--port-file", type=Path, default=None, help="write the listening port here once ready")
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines on stderr")
+    parser.add_argument("--tls-cert", type=Path, default=None,
+                        help="PEM certificate (chain) for a second, TLS listener serving the same simulator")
+    parser.add_argument("--tls-key", type=Path, default=None, help="PEM private key of --tls-cert")
+    parser.add_argument("--tls-port", type=int, default=0, help="TLS listener port (default 0: a free one)")
+    parser.add_argument("--tls-port-file", type=Path, default=None,
+                        help="write the TLS listener's port here once ready")
     parser.add_argument("--version", action="version", version=f"preflight-sim {VERSION}")
     return parser.parse_args(argv)
 
@@ -80,6 +87,21 @@ def main(argv: list[str] | None = None) -> int:
         log.write("preflight-sim: --port must be 0..65535\n")
         return 2
 
+    if (args.tls_cert is None) != (args.tls_key is None):
+        log.write("preflight-sim: --tls-cert and --tls-key go together\n")
+        return 2
+    if not 0 <= args.tls_port <= 65535:
+        log.write("preflight-sim: --tls-port must be 0..65535\n")
+        return 2
+    tls_context = None
+    if args.tls_cert is not None:
+        tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            tls_context.load_cert_chain(str(args.tls_cert), str(args.tls_key))
+        except (OSError, ssl.SSLError) as exc:
+            log.write(f"preflight-sim: cannot load the TLS certificate or key: {exc}\n")
+            return 2
+
     specs_dir = args.specs.resolve() if args.specs is not None else default_specs_dir()
     try:
         specs = SpecSet(specs_dir)
@@ -114,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         log.write(f"preflight-sim: cannot listen on {host}:{args.port}: {exc}\n")
         return 1
     port = server.server_address[1]
+    tls_server = None
+    if tls_context is not None:
+        try:
+            tls_server = SimServer((host, args.tls_port), sim, family, tls=tls_context)
+        except OSError as exc:
+            log.write(f"preflight-sim: cannot listen (TLS) on {host}:{args.tls_port}: {exc}\n")
+            server.server_close()
+            return 1
 
     stop = threading.Event()
 
@@ -125,15 +155,25 @@ def main(argv: list[str] | None = None) -> int:
 
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
+    shown = f"[{host}]" if ":" in host else host
+    if tls_server is not None:
+        threading.Thread(target=tls_server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        tls_port = tls_server.server_address[1]
+        if args.tls_port_file is not None:
+            write_port_file(args.tls_port_file, tls_port)
+        log.write(f"preflight-sim {VERSION} listening on https://{shown}:{tls_port}\n")
+    # The plain port file last: whoever waits for it finds the TLS one written too.
     if args.port_file is not None:
         write_port_file(args.port_file, port)
-    log.write(f"preflight-sim {VERSION} listening on http://{'[' + host + ']' if ':' in host else host}:{port}\n")
+    log.write(f"preflight-sim {VERSION} listening on http://{shown}:{port}\n")
     log.flush()
 
     while not stop.wait(0.5):
         pass
-    server.shutdown()
-    server.server_close()
+    for listener in (server, tls_server):
+        if listener is not None:
+            listener.shutdown()
+            listener.server_close()
     log.write("preflight-sim: stopped\n")
     log.flush()
     return 0

@@ -109,6 +109,14 @@ def post_reset(sim, req: Request, m) -> Response:
     return _ok({"reset": True})
 
 
+def get_connections(sim, req: Request, m) -> Response:
+    return _ok(sim.connections.describe())
+
+
+def post_close_idle(sim, req: Request, m) -> Response:
+    return _ok({"closed": sim.connections.close_idle()})
+
+
 # faults ---------------------------------------------------------------------------------------
 
 def get_faults(sim, req: Request, m) -> Response:
@@ -347,6 +355,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("DELETE", r"/_sim/violations", delete_violations),
     ("GET", r"/_sim/stats", get_stats),
     ("POST", r"/_sim/reset", post_reset),
+    ("GET", r"/_sim/connections", get_connections),
+    ("POST", r"/_sim/connections/close-idle", post_close_idle),
     ("GET", r"/_sim/faults", get_faults),
     ("POST", r"/_sim/faults", post_fault),
     ("DELETE", r"/_sim/faults", delete_faults),

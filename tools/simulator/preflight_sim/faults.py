@@ -1,12 +1,12 @@
 """Scriptable faults: per path, optionally for the next N matching requests only.
 
 Two families:
-- *replacing* faults (`status`, `message`, `malformed`, `drop`, `hangMs`): the simulator does not
-  carry out the request (no state changes: nothing registered, no notification recorded), as when
-  a server or a proxy in front of it fails;
-- *transport* faults (`latencyMs` alone, `truncated`, `resetMidBody`, `trickleBytesPerSecond`):
-  the request is carried out and the network then misbehaves, so the client may not learn that
-  it succeeded.
+- *replacing* faults (`status`, `message`, `malformed`, `drop`, `hangMs`, `oversizedBytes`,
+  `endlessBody`): the simulator does not carry out the request (no state changes: nothing
+  registered, no notification recorded), as when a server or a proxy in front of it fails;
+- *transport* faults (`latencyMs` alone, `truncated`, `resetMidBody`, `trickleBytesPerSecond`,
+  `slowHeadersBytesPerSecond`): the request is carried out and the network then misbehaves, so the
+  client may not learn that it succeeded.
 The request is validated and logged either way, with `fault` set to the fault id.
 """
 
@@ -18,8 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EFFECT_KEYS = ("latencyMs", "status", "malformed", "truncated", "drop", "resetMidBody",
-               "trickleBytesPerSecond", "hangMs", "message")
+               "trickleBytesPerSecond", "hangMs", "message", "slowHeadersBytesPerSecond", "oversizedBytes",
+               "endlessBody")
 ALLOWED_KEYS = set(EFFECT_KEYS) | {"path", "match", "count", "body", "contentType", "headers", "retryAfter"}
+
+
+# `{"padding":""}` is the smallest body `oversizedBytes` can shape as JSON.
+MIN_OVERSIZED_BYTES = 14
 
 
 class FaultError(ValueError):
@@ -45,6 +50,9 @@ class Fault:
     hang_ms: int | None = None
     message: str | None = None
     retry_after: int | None = None
+    slow_headers_bps: int | None = None
+    oversized_bytes: int | None = None
+    endless_body: bool = False
     hits: int = 0
 
     def matches(self, path: str) -> bool:
@@ -52,7 +60,8 @@ class Fault:
 
     @property
     def replaces_response(self) -> bool:
-        return bool(self.drop or self.hang_ms or self.malformed or self.status is not None or self.message is not None)
+        return bool(self.drop or self.hang_ms or self.malformed or self.status is not None or self.message is not None
+                    or self.oversized_bytes or self.endless_body)
 
     def describe(self) -> dict:
         out: dict[str, Any] = {"id": self.id, "path": self.path, "match": self.match, "hits": self.hits}
@@ -63,7 +72,9 @@ class Fault:
                            ("malformed", self.malformed or None), ("truncated", self.truncated or None),
                            ("drop", self.drop or None), ("resetMidBody", self.reset_mid_body or None),
                            ("trickleBytesPerSecond", self.trickle_bps), ("hangMs", self.hang_ms),
-                           ("message", self.message), ("retryAfter", self.retry_after)):
+                           ("message", self.message), ("retryAfter", self.retry_after),
+                           ("slowHeadersBytesPerSecond", self.slow_headers_bps),
+                           ("oversizedBytes", self.oversized_bytes), ("endlessBody", self.endless_body or None)):
             if value is not None:
                 out[key] = value
         return out
@@ -136,6 +147,9 @@ class FaultStore:
             hang_ms=_int(spec, "hangMs", 1),
             message=message,
             retry_after=_int(spec, "retryAfter"),
+            slow_headers_bps=_int(spec, "slowHeadersBytesPerSecond", 1),
+            oversized_bytes=_int(spec, "oversizedBytes", MIN_OVERSIZED_BYTES),
+            endless_body=_bool(spec, "endlessBody"),
         )
         with self._lock:
             self._faults.append(fault)

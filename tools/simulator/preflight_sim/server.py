@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -21,6 +22,8 @@ from preflight_sim.simulator import Route, Simulator
 
 MAX_BODY = 16 * 1024 * 1024
 MALFORMED_BODY = b"<html><body>upstream proxy error: this is not JSON {\"status\":"
+# Oversized and endless bodies go out in pieces of this size, each written as soon as the client takes it.
+PIECE = 64 * 1024
 
 
 class BadRequest(Exception):
@@ -32,10 +35,41 @@ class SimServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address, sim: Simulator, family=socket.AF_INET):
+    def __init__(self, address, sim: Simulator, family=socket.AF_INET, tls: ssl.SSLContext | None = None):
         self.address_family = family
         self.sim = sim
+        self.tls = tls
         super().__init__(address, SimHandler)
+
+    def finish_request(self, request, client_address) -> None:
+        """Runs in the connection's own thread: the TLS handshake (if any), then the handler."""
+        registry = self.sim.connections
+        if self.tls is not None:
+            request.settimeout(30)
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                # The client refused our certificate, spoke something that is not TLS, or went away.
+                registry.tls_handshake(ok=False)
+                return
+            registry.tls_handshake(ok=True)
+            request.settimeout(None)
+        key = registry.opened(request)
+        try:
+            self.RequestHandlerClass(request, client_address, self, key)
+        finally:
+            registry.closed(key)
+            if self.tls is not None:
+                try:
+                    request.close()
+                except OSError:
+                    pass
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that goes away mid-exchange is a normal event here, not a traceback on stderr.
+        if isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class SimHandler(BaseHTTPRequestHandler):
@@ -43,6 +77,15 @@ class SimHandler(BaseHTTPRequestHandler):
     server_version = f"preflight-sim/{VERSION}"
     sys_version = ""
     server: SimServer
+
+    def __init__(self, request, client_address, server, key: int) -> None:
+        self.connection_key = key
+        super().__init__(request, client_address, server)
+
+    def handle_one_request(self) -> None:
+        # Idle until the next request line arrives (a keep-alive connection waiting in a client's pool).
+        self.server.sim.connections.mark(self.connection_key, busy=False)
+        super().handle_one_request()
 
     def setup(self) -> None:
         super().setup()
@@ -114,6 +157,8 @@ class SimHandler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         started = time.monotonic()
         sim = self.server.sim
+        to_control = self.path == "/health" or self.path.startswith("/_sim")
+        sim.connections.mark(self.connection_key, busy=True, control=to_control)
         try:
             req = self._request()
         except BadRequest as exc:
@@ -195,6 +240,14 @@ class SimHandler(BaseHTTPRequestHandler):
                 record(None)
                 self._close_now()
                 return
+            if fault.oversized_bytes:
+                record(200)
+                self._send_oversized(fault.oversized_bytes)
+                return
+            if fault.endless_body:
+                record(200)
+                self._send_endless()
+                return
             if fault.malformed:
                 response = Response(200, MALFORMED_BODY, "application/json;charset=UTF-8")
             else:
@@ -215,15 +268,58 @@ class SimHandler(BaseHTTPRequestHandler):
             head = self._head(response)
             self._write(head + body[: len(body) // 2])
             self._reset_now()
-        elif fault.trickle_bps:
-            self._write(self._head(response))
-            step = max(1, fault.trickle_bps // 10)
-            for i in range(0, len(body), step):
-                if not self._write(body[i:i + step]):
-                    break
-                time.sleep(step / fault.trickle_bps)
+        elif fault.trickle_bps or fault.slow_headers_bps:
+            head = self._head(response)
+            if fault.slow_headers_bps:
+                # Slowloris on the head: one byte at a time, the status line and headers never complete
+                # within a client's timeout unless the rate allows it.
+                if not self._trickle(head, fault.slow_headers_bps, step=1):
+                    return
+            elif not self._write(head):
+                return
+            if fault.trickle_bps:
+                self._trickle(body, fault.trickle_bps, step=max(1, fault.trickle_bps // 10))
+            else:
+                self._write(body)
         else:
             self._send(response)
+
+    def _trickle(self, data: bytes, bytes_per_second: int, step: int) -> bool:
+        """Writes `data` `step` bytes at a time at `bytes_per_second`; False once the client is gone."""
+        for i in range(0, len(data), step):
+            if not self._write(data[i:i + step]):
+                return False
+            time.sleep(step / bytes_per_second)
+        return True
+
+    def _send_oversized(self, size: int) -> None:
+        """200 with a JSON body of exactly `size` bytes (`{"padding":"xxx…"}`) and its Content-Length,
+        written piece by piece: no client that caps what it reads should sit there while it all goes out."""
+        self.close_connection = True
+        prefix, suffix = b'{"padding":"', b'"}'
+        response = Response(200, b"", "application/json;charset=UTF-8")
+        if not self._write(self._head(response, content_length=size) + prefix):
+            return
+        remaining = size - len(prefix) - len(suffix)
+        piece = b"x" * PIECE
+        while remaining > 0:
+            if not self._write(piece[:remaining]):
+                return
+            remaining -= min(remaining, PIECE)
+        self._write(suffix)
+
+    def _send_endless(self) -> None:
+        """200 with a chunked JSON-looking body that never ends: pieces go out until the client leaves."""
+        self.close_connection = True
+        head = (f"HTTP/1.1 200 OK\r\nDate: {formatdate(usegmt=True)}\r\nServer: {self.server_version}\r\n"
+                "Content-Type: application/json;charset=UTF-8\r\nTransfer-Encoding: chunked\r\n"
+                "Connection: close\r\n\r\n").encode("latin-1")
+        opening = b'{"padding":"'
+        if not self._write(head + b"%x\r\n%s\r\n" % (len(opening), opening)):
+            return
+        chunk = b"%x\r\n%s\r\n" % (PIECE, b"x" * PIECE)
+        while self._write(chunk):
+            pass
 
     def _close_now(self) -> None:
         self.close_connection = True

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from preflight_sim import pass_, target
+from preflight_sim.connections import ConnectionRegistry
 from preflight_sim.faults import FaultStore
 from preflight_sim.reqlog import RequestLog
 from preflight_sim.validation import SERVER_PREFIX, SpecSet
@@ -124,6 +125,7 @@ class Simulator:
         self.faults = FaultStore()
         self.target = target.TargetState(offers)
         self.pass_ = pass_.PassState()
+        self.connections = ConnectionRegistry()
 
     def reset(self) -> None:
         with self.lock:
@@ -133,6 +135,7 @@ class Simulator:
             self.target = target.TargetState(self.initial_offers)
             self.pass_ = pass_.PassState()
             self.edge_host = self.initial_edge_host
+            self.connections.reset_counters()
 
     def stats(self) -> dict:
         counts = self.log.counts()

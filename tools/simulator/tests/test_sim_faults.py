@@ -16,6 +16,13 @@ BODY = json.dumps({"context": mobile_context(), "prefetch": {"mboxes": [{"index"
 HEADERS = {"Content-Type": "application/json"}
 
 
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
 def deliver(sim, timeout: float = 5.0) -> tuple[http.client.HTTPResponse, bytes, http.client.HTTPConnection]:
     conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=timeout)
     conn.request("POST", delivery_url(), body=BODY, headers=HEADERS)
@@ -197,6 +204,104 @@ def test_faulted_requests_are_still_validated_and_logged(sim):
     entry = sim.last_request()
     assert entry["fault"] == fault_id and entry["valid"] is False
     assert sim.violations()[-1]["kind"] == "request"
+
+
+
+def test_slow_headers_send_the_head_one_byte_at_a_time(sim):
+    sim.fault(path="/rest/v1/delivery", slowHeadersBytesPerSecond=20)
+    sock = socket.create_connection(("127.0.0.1", sim.port), timeout=5)
+    request = (f"POST {delivery_url()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(BODY)}\r\n\r\n{BODY}").encode()
+    sock.sendall(request)
+    first = sock.recv(65536)
+    # A client waiting for the whole head waits for every byte of it: after half a second there are ~10.
+    time.sleep(0.5)
+    received = first + sock.recv(65536)
+    sock.close()
+    assert len(first) == 1 and first == b"H"
+    assert 2 <= len(received) < 40 and b"\r\n\r\n" not in received
+    assert sim.last_request()["status"] == 200, "a transport fault: the request was carried out"
+
+
+def test_slow_headers_at_a_fast_rate_still_deliver_the_answer(sim):
+    sim.fault(path="/rest/v1/delivery", slowHeadersBytesPerSecond=5000)
+    response, body, conn = deliver(sim)
+    conn.close()
+    assert response.status == 200 and json.loads(body)["prefetch"]["mboxes"][0]["options"]
+
+
+def test_oversized_body_is_valid_json_of_exactly_that_size(sim):
+    size = 8 * 1024 * 1024
+    fault_id = sim.fault(path="/rest/v1/delivery", oversizedBytes=size)
+    response, body, conn = deliver(sim, timeout=30)
+    conn.close()
+    assert response.status == 200 and int(response.getheader("Content-Length")) == size
+    assert len(body) == size and set(json.loads(body)) == {"padding"}
+    entry = sim.last_request()
+    assert entry["fault"] == fault_id and entry["status"] == 200
+    assert sim.get("/_sim/stats").json()["prefetched"] == {}, "a replaced response must not be processed"
+
+
+def test_oversized_body_stops_when_the_client_leaves(sim):
+    sim.fault(path="/rest/v1/delivery", oversizedBytes=512 * 1024 * 1024)
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    conn.request("POST", delivery_url(), body=BODY, headers=HEADERS)
+    response = conn.getresponse()
+    assert response.read(1024 * 1024)
+    response.close()
+    conn.close()
+    wait_for(lambda: sim.get("/_sim/connections").json()["open"] == 0)
+
+
+def test_endless_body_is_chunked_and_never_ends(sim):
+    wait_for(lambda: sim.get("/_sim/connections").json()["open"] == 0)
+    sim.fault(path="/rest/v1/delivery", endlessBody=True)
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    conn.request("POST", delivery_url(), body=BODY, headers=HEADERS)
+    response = conn.getresponse()
+    assert response.status == 200 and response.getheader("Transfer-Encoding") == "chunked"
+    assert response.getheader("Content-Length") is None
+    taken = 0
+    while taken < 16 * 1024 * 1024:
+        piece = response.read(1024 * 1024)
+        assert piece, "the endless body ended"
+        taken += len(piece)
+    assert sim.get("/_sim/connections").json()["busy"] == 1
+    response.close()
+    conn.close()
+    wait_for(lambda: sim.get("/_sim/connections").json()["open"] == 0)
+
+
+def test_new_fault_fields_are_checked(sim):
+    assert sim.post("/_sim/faults", json={"path": "/x", "oversizedBytes": 13}).status_code == 400
+    assert sim.post("/_sim/faults", json={"path": "/x", "slowHeadersBytesPerSecond": 0}).status_code == 400
+    assert sim.post("/_sim/faults", json={"path": "/x", "endlessBody": "yes"}).status_code == 400
+    described = sim.post("/_sim/faults", json={"path": "/x", "endlessBody": True, "oversizedBytes": 14,
+                                                "slowHeadersBytesPerSecond": 3}).json()
+    assert described["endlessBody"] is True and described["oversizedBytes"] == 14
+    assert described["slowHeadersBytesPerSecond"] == 3
+
+
+def test_connections_idle_busy_and_close_idle(sim):
+    # The test's own control connection is not counted; earlier tests' connections are gone by now.
+    wait_for(lambda: sim.get("/_sim/connections").json()["open"] == 0)
+    idle = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    idle.request("POST", delivery_url(), body=BODY, headers=HEADERS)
+    assert idle.getresponse().read()
+    wait_for(lambda: sim.get("/_sim/connections").json()["idle"] == 1)
+    sim.fault(path="/rest/v1/delivery", trickleBytesPerSecond=10)
+    busy = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    busy.request("POST", delivery_url(), body=BODY, headers=HEADERS)
+    trickling = busy.getresponse()
+    counts = sim.get("/_sim/connections").json()
+    assert (counts["open"], counts["idle"], counts["busy"]) == (2, 1, 1)
+    assert sim.post("/_sim/connections/close-idle").json() == {"closed": 1}
+    # The idle connection got an orderly close: the client reads end-of-stream.
+    assert idle.sock.recv(1) == b""
+    idle.close()
+    trickling.close()
+    busy.close()
+    wait_for(lambda: sim.get("/_sim/connections").json()["open"] == 0)
 
 
 def test_no_response_violations_in_this_module(sim):
