@@ -151,6 +151,11 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
+            name: "PreflightClientTests",
+            dependencies: ["PreflightClient", "PreflightProtocol", "ZeroMQ"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["PreflightClient", "PreflightProtocol", "ZeroMQ", "preflightd", "preflightctl"],
             swiftSettings: testSettings

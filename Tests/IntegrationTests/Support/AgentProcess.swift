@@ -41,6 +41,21 @@ func waitUntil(
     throw TestFailure("timed out after \(timeout) waiting for \(what)")
 }
 
+/// `waitUntil` for async tests: polls `condition` (which may await) until it holds or `timeout` passes, sleeping
+/// between polls without holding a thread of the cooperative pool.
+func waitFor(
+    timeout: Duration = .seconds(20),
+    _ what: String,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw TestFailure("timed out after \(timeout) waiting for \(what)")
+}
+
 struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -69,7 +84,8 @@ final class TestFolder {
 /// A `preflightd` process started for one test, with its own endpoints and state folder.
 final class AgentProcess {
     let folder: TestFolder
-    let process = Process()
+    /// The running (or last) agent process; `restart()` replaces it.
+    private(set) var process = Process()
     let configPath: String
     let logPath: String
 
@@ -103,16 +119,30 @@ final class AgentProcess {
             }
         }
         try Data(JSONWriter.encode(.object(configuration))).write(to: URL(fileURLWithPath: configPath))
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = Binaries.preflightd
-        process.arguments = ["--config", configPath]
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        try launch()
         if waitUntilReady {
             try waitForReady()
         }
+    }
+
+    /// Starts the agent again after `stop`, with the same configuration, endpoints, state folder and log (the
+    /// log keeps growing), and returns once it answers: an agent restart as systemd would do it.
+    func restart() throws {
+        guard !process.isRunning else { throw TestFailure("restart() needs the agent stopped first") }
+        process = Process()
+        try launch()
+        try waitForReady()
+    }
+
+    private func launch() throws {
+        process.executableURL = Binaries.preflightd
+        process.arguments = ["--config", configPath]
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
     }
 
     func waitForReady() throws {
