@@ -93,23 +93,24 @@ public struct TargetContent: Sendable, Hashable {
 }
 
 extension PreflightClient {
-    /// Prefetches `prefetchObjects` into the agent's cache, for every app on the box: the SDK's
-    /// `prefetchContent`. One Target call for the whole array.
+    /// Prefetches `prefetchObjects` into the agent's cache, for every app on the box: the Target SDK's
+    /// `targetPrefetchContent(_:withProfileParameters:callback:)`. One Target call for the whole array.
     ///
     /// Safe to repeat (a second prefetch of a name replaces its entry), so retried as in ``Configuration``.
     ///
     /// - Parameters:
-    ///   - profileParameters: Profile parameters for every mbox (the SDK's `TargetParameters` profile).
-    ///   - callback: Called once, with nil when Target answered (the mboxes it had content for are cached),
-    ///     or with a ``PreflightError`` saying why not. Runs on a task of the global executor.
+    ///   - profileParameters: Profile parameters for every mbox.
+    ///   - callback: Called once with `true` when Target answered (the mboxes it had content for are cached),
+    ///     `false` when it did not, or the agent could not be reached or refused the arguments (the async form
+    ///     returns the same). Runs on a task of the global concurrent executor.
     public func targetPrefetchContent(
         _ prefetchObjects: [TargetPrefetchObject],
         profileParameters: [String: String]? = nil,
-        callback: (@Sendable ((any Error)?) -> Void)?
+        callback: (@Sendable (Bool) -> Void)?
     ) {
         Task {
             let failure = await prefetch(prefetchObjects, profileParameters: profileParameters)
-            callback?(failure)
+            callback?(failure == nil)
         }
     }
 

@@ -173,3 +173,8 @@ final class LockedBox<Value: Sendable>: Sendable {
         mutex.withLock { body(&$0) }
     }
 }
+
+extension PreflightClient.Configuration {
+    /// For tests whose fake or real agent will answer: attempts long enough for the slowest machine.
+    static let patient = Self(requestTimeout: .seconds(60), preauthorizeTimeout: .seconds(60))
+}
