@@ -376,7 +376,7 @@ public final class IPCServer: Sendable {
 
     /// Creates the folder of an ipc endpoint when missing (`RuntimeDirectory=` does it under systemd).
     private func prepareFolder(for endpoint: String) throws {
-        guard let path = Self.ipcPath(endpoint) else { return }
+        guard let path = ipcPath(of: endpoint) else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
@@ -384,7 +384,7 @@ public final class IPCServer: Sendable {
     /// Socket files are mode 0660 and, where configured, owned by the group allowed to use them: the
     /// file permissions are the access control on the box (PROTOCOL.md, Transport).
     private func applyPermissions(_ endpoint: String, group: String?) {
-        guard let path = Self.ipcPath(endpoint) else { return }
+        guard let path = ipcPath(of: endpoint) else { return }
         if chmod(path, 0o660) != 0 {
             logger.warning("cannot chmod the socket file", metadata: ["file": "\(path)", "errno": "\(errno)"])
         }
@@ -404,15 +404,8 @@ public final class IPCServer: Sendable {
         }
     }
 
-    private static func ipcPath(_ endpoint: String) -> String? {
-        guard endpoint.hasPrefix("ipc://") else { return nil }
-        let path = String(endpoint.dropFirst("ipc://".count))
-        guard !path.isEmpty, path != "*", !path.hasPrefix("@") else { return nil }
-        return path
-    }
-
     private static func removeSocketFile(of endpoint: String) {
-        guard let path = ipcPath(endpoint) else { return }
+        guard let path = ipcPath(of: endpoint) else { return }
         unlink(path)
     }
 

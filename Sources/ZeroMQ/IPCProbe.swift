@@ -21,7 +21,7 @@ enum IPCPathState: Equatable {
 /// The filesystem path of an `ipc://` endpoint, or nil for other transports, `ipc://*` (libzmq picks a fresh
 /// path) and Linux abstract names (`ipc://@name`, which have no file and which the kernel already refuses to bind
 /// twice).
-func ipcPath(of endpoint: String) -> String? {
+public func ipcPath(of endpoint: String) -> String? {
     let scheme = "ipc://"
     guard endpoint.hasPrefix(scheme) else {
         return nil
@@ -46,12 +46,29 @@ func probeIPCPath(_ path: String) -> IPCPathState {
         return .notASocket
     }
 
+    switch connectProbe(path) {
+    case 0?:
+        return .liveListener
+    case let code?:
+        // A listener whose backlog is full makes a non-blocking connect fail with EAGAIN: still live.
+        // ECONNREFUSED is the stale file a dead process left behind.
+        return code == EAGAIN || code == EINPROGRESS ? .liveListener : .absentOrStale
+    case nil:
+        return .absentOrStale
+    }
+}
+
+/// A non-blocking Unix-domain `connect` to `path`, closed at once (a libzmq listener drops it without a
+/// word): 0 when it connected, else the `errno` it failed with (EINPROGRESS and EAGAIN mean a live but busy
+/// listener, ENOENT no file, ECONNREFUSED a file nobody serves, EACCES not permitted). nil when no probe
+/// could be made (a path too long for `sockaddr_un`, no descriptor to spare).
+public func connectProbe(_ path: String) -> CInt? {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let pathBytes = Array(path.utf8)
     let capacity = MemoryLayout.size(ofValue: address.sun_path)
     guard pathBytes.count < capacity else {
-        return .absentOrStale
+        return nil
     }
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: pathBytes) }
 
@@ -62,7 +79,7 @@ func probeIPCPath(_ path: String) -> IPCPathState {
     #endif
     let descriptor = socket(AF_UNIX, socketType, 0)
     guard descriptor >= 0 else {
-        return .absentOrStale
+        return nil
     }
     defer { _ = close(descriptor) }
     #if !canImport(Glibc)
@@ -74,11 +91,5 @@ func probeIPCPath(_ path: String) -> IPCPathState {
             connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
         }
     }
-    if result == 0 {
-        return .liveListener
-    }
-    // A listener whose backlog is full makes a non-blocking connect fail with EAGAIN: still live.
-    // ECONNREFUSED is the stale file a dead process left behind.
-    let code = errno
-    return code == EAGAIN || code == EINPROGRESS ? .liveListener : .absentOrStale
+    return result == 0 ? 0 : errno
 }
