@@ -211,7 +211,8 @@ public final class NotificationQueue: Sendable {
             guard let oldest = state.pending.first else { return false }
             if let retryAt = state.retryAt, now < retryAt { return false }
             let ageMs = epoch - oldest.timestampMs
-            return state.pending.count >= batchSize || ageMs >= maxAge.components.seconds * 1000
+            let maxAgeMs = maxAge.components.seconds * 1000 + maxAge.components.attoseconds / 1_000_000_000_000_000
+            return state.pending.count >= batchSize || ageMs >= maxAgeMs
         }
     }
 

@@ -236,6 +236,21 @@ private let logger = Logger(label: "test")
         #expect(other.isDue(batchSize: 3, maxAge: .seconds(2)))
     }
 
+    /// `target.notificationBatchAge` is a fraction of a second in tests and may be on a box: 0.2 s
+    /// must not round down to "due at once" (it did, so the run loop raced the miss call that should
+    /// have carried the notification).
+    @Test func aFractionalAgeIsNotRoundedDown() {
+        let manual = ManualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
+        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds()))
+        #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
+        manual.advance(.milliseconds(199))
+        #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
+        manual.advance(.milliseconds(1))
+        #expect(queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
+        #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(1500)))
+    }
+
     @Test func aFailureBacksOffBeforeTheNextAttempt() {
         let manual = ManualClock()
         let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)

@@ -22,13 +22,15 @@ class TargetSetup:
 
 
 @pytest.fixture
-def target_env():
-    """preflight-sim plus a preflightd that uses it as Target, each with its own ports and folder."""
+def target_env(request):
+    """preflight-sim plus a preflightd that uses it as Target, each with its own ports and folder.
+    `@pytest.mark.target_settings(key=value, ...)` overrides the agent's `target` settings for one test."""
     folder = tempfile.mkdtemp(prefix="pf-tg-", dir="/tmp")
     sim = Simulator(folder)
+    marker = request.node.get_closest_marker("target_settings")
     agent = start_agent(
         folder,
-        target={"serverURL": sim.url, "notificationBatchAge": 0.2, "timeout": 2},
+        target={"serverURL": sim.url, "notificationBatchAge": 0.2, "timeout": 2, **(marker.kwargs if marker else {})},
         pass_={"softwareStatement": TEST_SOFTWARE_STATEMENT},
     )
     setup = TargetSetup(folder, sim, agent)
@@ -41,4 +43,5 @@ def target_env():
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "target_settings(**settings): the target_env agent's target settings")
     config.addinivalue_line("markers", "slow: builds release binaries (minutes); still runs by default")
