@@ -105,6 +105,17 @@ public struct CommandDispatcher: RequestHandler {
     public func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]? {
         let started = MonotonicClock.nanoseconds()
         let limits = runtime.requestLimits
+        // The cached path's plain requests skip the JSON tree; anything else (errors included) goes the
+        // general way below, which decides exactly as it would have (FastRequest's contract).
+        if let fast = FastRequest.read(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {
+            return finish(
+                perform(fast.command, id: fast.id),
+                id: fast.id,
+                name: fast.commandName,
+                started: started,
+                responder
+            )
+        }
         let request: Request
         switch Request.decode(body, maxBodyBytes: limits.maxBodyBytes) {
         case .success(let decoded):
@@ -121,15 +132,26 @@ public struct CommandDispatcher: RequestHandler {
         }
         // Unknown command names are counted together: an app must not grow this table without bound.
         let name = CommandName.all.contains(request.command) ? request.command : "(unknown)"
+        return finish(outcome, id: request.id, name: name, started: started, responder)
+    }
+
+    /// The reply to send now, or nil after handing admitted work to a task that replies later.
+    private func finish(
+        _ outcome: Outcome,
+        id: String,
+        name: String,
+        started: UInt64,
+        _ responder: Responder
+    ) -> [UInt8]? {
         switch outcome {
         case .now(let result):
-            return reply(to: request, name: name, started: started, result)
+            return reply(id: id, name: name, started: started, result)
         case .later(let work):
             guard responder.admit() else {
-                return reply(to: request, name: name, started: started, .failure(.overloaded(retryAfterMs: 250)))
+                return reply(id: id, name: name, started: started, .failure(.overloaded(retryAfterMs: 250)))
             }
             Task {
-                responder.respond(reply(to: request, name: name, started: started, await work()))
+                responder.respond(reply(id: id, name: name, started: started, await work()))
             }
             return nil
         }
@@ -141,25 +163,30 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     /// The reply bytes for a result, timed into `statistics`.
-    private func reply(to request: Request, name: String, started: UInt64, _ result: CommandResult) -> [UInt8] {
+    private func reply(id: String, name: String, started: UInt64, _ result: CommandResult) -> [UInt8] {
         switch result {
         case .success(let value):
             statistics.record(name, since: started, errorCode: nil)
-            return Reply.success(id: request.id, result: value)
+            return Reply.success(id: id, result: value)
         case .encoded(let value):
             statistics.record(name, since: started, errorCode: nil)
-            return Reply.success(id: request.id, encodedResult: value)
+            return Reply.success(id: id, encodedResult: value)
+        case .reply(let bytes):
+            statistics.record(name, since: started, errorCode: nil)
+            return bytes
         case .failure(let error):
             statistics.record(name, since: started, errorCode: error.code.rawValue)
-            return Reply.failure(id: request.id, error: error)
+            return Reply.failure(id: id, error: error)
         }
     }
 
     /// What a command produced.
     enum CommandResult: Sendable {
         case success(JSONValue)
-        /// A result already encoded as JSON (the cached-load fast path).
+        /// A result already encoded as JSON.
         case encoded([UInt8])
+        /// The whole success reply, written in place (the cached-load path).
+        case reply([UInt8])
         case failure(ProtocolError)
     }
 
@@ -178,23 +205,31 @@ public struct CommandDispatcher: RequestHandler {
             }
             return try handleAdmin(request, arguments: ArgumentReader(request.args ?? JSONObject()))
         }
-        switch try AppCommand.decode(request, limits: limits) {
-        case .ping?:
+        guard let command = try AppCommand.decode(request, limits: limits) else {
+            throw .unknownCommand(request.command)
+        }
+        return perform(command, id: request.id)
+    }
+
+    /// Runs an app command: at once when it can be answered here, else as work for a task.
+    private func perform(_ command: AppCommand, id: String) -> Outcome {
+        switch command {
+        case .ping:
             return .success(["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)])
-        case .prefetch(let command)?:
+        case .prefetch(let command):
             let target = self.target
             return .later { .success(await target.prefetch(command)) }
-        case .loadRequests(let command)?:
-            switch target.loadFromCache(command) {
-            case .complete(let result):
-                return .now(.encoded(result))
-            case .needsNetwork(let pending):
+        case .loadRequests(let command):
+            var reply = Reply.beginSuccess(id: id, reservingCapacity: 512)
+            if let pending = target.loadFromCache(command, appendingResultTo: &reply) {
                 let target = self.target
                 return .later { .encoded(await target.completeLoad(pending)) }
             }
-        case .clearPrefetchCache?:
+            Reply.endSuccess(&reply)
+            return .now(.reply(reply.bytes))
+        case .clearPrefetchCache:
             return .success(["cleared": .integer(Int64(target.clearCache()))])
-        case .preauthorize(let command)?:
+        case .preauthorize(let command):
             // A complete answer from the decision cache goes out from this thread; anything else waits
             // on Adobe Pass in a task.
             if let cached = pass.cachedResponse(for: command) {
@@ -202,8 +237,6 @@ public struct CommandDispatcher: RequestHandler {
             }
             let pass = self.pass
             return .later { .success(await pass.preauthorize(command)) }
-        case nil:
-            throw .unknownCommand(request.command)
         }
     }
 }

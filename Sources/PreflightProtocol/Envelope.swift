@@ -144,6 +144,20 @@ public enum Reply {
         return writer.bytes
     }
 
+    /// A success reply written in place: the head up to `"result":`, for the caller to append the result
+    /// to and close with `endSuccess`. The cached path writes its reply this way, in one buffer.
+    public static func beginSuccess(id: String, reservingCapacity capacity: Int) -> JSONWriter {
+        var writer = JSONWriter(reservingCapacity: capacity + 40 + id.utf8.count)
+        writeHead(&writer, id: id, ok: true)
+        writer.appendASCII(",\"result\":")
+        return writer
+    }
+
+    /// Closes a reply begun with `beginSuccess` after its result was appended.
+    public static func endSuccess(_ writer: inout JSONWriter) {
+        writer.appendASCII("}")
+    }
+
     /// `{"v":1,"id":…,"ok":false,"error":{…}}`; `id` is `null` when the request had none readable.
     public static func failure(id: String?, error: ProtocolError) -> [UInt8] {
         var writer = JSONWriter()

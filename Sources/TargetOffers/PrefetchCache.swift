@@ -40,9 +40,12 @@ public final class CachedOffer: Sendable {
     public let name: String
     public let optionInfo: [OptionInfo]
     public let state: String?
-    /// The options' content concatenated in order, encoded as a JSON string: what `loadRequests`
-    /// returns, appended to the reply without escaping again. The only copy of the content.
-    public let encodedContent: [UInt8]
+    /// This offer's element of a `loadRequests` result, ready to append to a reply:
+    /// `{"name":…,"content":…,"source":"cache"}`, the content being the options' content
+    /// concatenated in order and encoded as a JSON string. The only copy of the content.
+    let loadResultElement: [UInt8]
+    /// Where the encoded content lies in `loadResultElement`.
+    private let contentRange: Range<Int>
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
     let notificationFragment: [UInt8]
@@ -69,9 +72,15 @@ public final class CachedOffer: Sendable {
             )
         }
         let content = texts.joined()
-        var writer = JSONWriter(reservingCapacity: content.utf8.count + 2)
+        var writer = JSONWriter(reservingCapacity: content.utf8.count + name.utf8.count + 48)
+        writer.appendASCII("{\"name\":")
+        writer.writeString(name)
+        writer.appendASCII(",\"content\":")
+        let contentStart = writer.bytes.count
         writer.writeString(content)
-        self.encodedContent = writer.bytes
+        self.contentRange = contentStart..<writer.bytes.count
+        writer.appendASCII(",\"source\":\"cache\"}")
+        self.loadResultElement = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
         var fragment = JSONWriter()
         fragment.appendASCII("\"mbox\":{\"name\":")
@@ -87,7 +96,7 @@ public final class CachedOffer: Sendable {
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
         self.bytes =
-            encodedContent.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
+            loadResultElement.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
             + name.utf8.count * 2 + 48 * optionInfo.count + 160
     }
 
@@ -96,9 +105,14 @@ public final class CachedOffer: Sendable {
         optionInfo.compactMap(\.eventToken)
     }
 
+    /// The options' content concatenated in order, encoded as a JSON string.
+    public var encodedContent: ArraySlice<UInt8> {
+        loadResultElement[contentRange]
+    }
+
     /// The options' content concatenated in order, as `loadRequests` returns it.
     public var content: String {
-        (try? JSONReader.read(encodedContent))?.stringValue ?? ""
+        (try? JSONReader.read(Array(encodedContent)))?.stringValue ?? ""
     }
 
     /// The options as Target returned them, rebuilt from the one stored copy of the content (admin views).

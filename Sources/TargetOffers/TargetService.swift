@@ -32,19 +32,11 @@ public struct TargetCounters: Sendable, Equatable {
 /// Cheap paths (`loadFromCache`, `clearCache`) run on the caller's thread (the agent's I/O thread)
 /// behind mutexes; paths that wait on Target are `async`.
 public final class TargetService: Sendable {
-    /// What `loadFromCache` could do without the network.
-    public enum LoadPlan: Sendable {
-        /// Every request was answered from the cache: the `result` JSON, ready to send.
-        case complete([UInt8])
-        /// Some requests need Target; finish with `completeLoad`.
-        case needsNetwork(PendingLoad)
-    }
-
     /// A `loadRequests` whose cache hits are answered and whose misses still need Target.
     public struct PendingLoad: Sendable {
         let command: LoadRequestsCommand
-        /// Per request: the encoded content and source when already known.
-        let answered: [(content: [UInt8], source: String)?]
+        /// Per request: its element of the result (`{"name":…,"content":…,"source":…}`) when known.
+        let answered: [[UInt8]?]
     }
 
     private struct MissKey: Hashable, Sendable {
@@ -126,38 +118,47 @@ public final class TargetService: Sendable {
 
     // MARK: loadRequests
 
-    /// Answers what the cache can, at once: each hit queues a display notification.
-    public func loadFromCache(_ command: LoadRequestsCommand) -> LoadPlan {
+    /// Answers what the cache can, at once: each hit queues a display notification. When every
+    /// request hit, appends the `result` JSON to `reply` and returns nil; otherwise returns the load
+    /// to finish with `completeLoad` (and `reply` holds nothing useful).
+    ///
+    /// The cached path: a hit appends the element prepared when the offer was cached, so a reply is
+    /// one buffer written once, with no JSON built on the way.
+    public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad? {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
-        var answered: [(content: [UInt8], source: String)?] = []
-        answered.reserveCapacity(command.requests.count)
+        let count = command.requests.count
+        // Which offer answered each request, kept only when a miss could need it (more than one request).
+        var offers: [CachedOffer?] = []
+        if count > 1 { offers.reserveCapacity(count) }
         var hits = 0
+        reply.appendASCII("{\"contents\":[")
         for request in command.requests {
-            if let offer = cache.hit(request.name, now: now) {
-                hits += 1
-                answered.append((offer.encodedContent, "cache"))
-                notifications.enqueue(
-                    .display(
-                        of: offer,
-                        targeting: request.targeting,
-                        profileParameters: command.profileParameters,
-                        timestampMs: epoch
-                    )
+            let offer = cache.hit(request.name, now: now)
+            if count > 1 { offers.append(offer) }
+            guard let offer else { continue }
+            if hits > 0 { reply.appendASCII(",") }
+            hits += 1
+            reply.writeRaw(offer.loadResultElement)
+            notifications.enqueue(
+                .display(
+                    of: offer,
+                    targeting: request.targeting,
+                    profileParameters: command.profileParameters,
+                    timestampMs: epoch
                 )
-            } else {
-                answered.append(nil)
-            }
+            )
         }
-        let misses = command.requests.count - hits
+        let misses = count - hits
         counterBox.withLock {
             $0.hits += hits
             $0.misses += misses
         }
         if misses == 0 {
-            return .complete(Self.encodeContents(command.requests, answered))
+            reply.appendASCII("]}")
+            return nil
         }
-        return .needsNetwork(PendingLoad(command: command, answered: answered))
+        return PendingLoad(command: command, answered: count > 1 ? offers.map { $0?.loadResultElement } : [nil])
     }
 
     /// Fetches the misses of a load in one `execute` call (sharing calls already in flight for the
@@ -201,24 +202,44 @@ public final class TargetService: Sendable {
         var network = 0
         var defaults: [String: Int] = [:]
         for (index, key) in keys {
+            let request = command.requests[index]
+            var writer = JSONWriter(reservingCapacity: request.name.utf8.count + 64)
+            writer.appendASCII("{\"name\":")
+            writer.writeString(request.name)
+            writer.appendASCII(",\"content\":")
             switch outcomes[key] ?? .failed(reason: "network") {
             case .content(let text):
-                var writer = JSONWriter(reservingCapacity: text.utf8.count + 2)
                 writer.writeString(text)
-                answered[index] = (writer.bytes, "network")
+                writer.appendASCII(",\"source\":\"network\"}")
                 network += 1
             case .failed(let reason):
-                var writer = JSONWriter()
-                writer.writeString(command.requests[index].defaultContent)
-                answered[index] = (writer.bytes, "default")
+                writer.writeString(request.defaultContent)
+                writer.appendASCII(",\"source\":\"default\"}")
                 defaults[reason, default: 0] += 1
             }
+            answered[index] = writer.bytes
         }
         counterBox.withLock { counters in
             counters.networkLoads += network
             counters.defaultsByReason.merge(defaults, uniquingKeysWith: +)
         }
-        return Self.encodeContents(command.requests, answered)
+        var result = JSONWriter(reservingCapacity: answered.reduce(16) { $0 + ($1?.count ?? 0) + 1 })
+        result.appendASCII("{\"contents\":[")
+        for (index, element) in answered.enumerated() {
+            if index > 0 { result.appendASCII(",") }
+            if let element {
+                result.writeRaw(element)
+            } else {  // not reachable: every miss was answered above; still a valid reply if it were
+                let request = command.requests[index]
+                result.appendASCII("{\"name\":")
+                result.writeString(request.name)
+                result.appendASCII(",\"content\":")
+                result.writeString(request.defaultContent)
+                result.appendASCII(",\"source\":\"default\"}")
+            }
+        }
+        result.appendASCII("]}")
+        return result.bytes
     }
 
     private func execute(_ keys: [MissKey], profile: [Parameter]) async -> [MissKey: MissOutcome] {
@@ -237,32 +258,6 @@ public final class TargetService: Sendable {
         case .failure(let failure):
             return Dictionary(uniqueKeysWithValues: keys.map { ($0, MissOutcome.failed(reason: failure.reason)) })
         }
-    }
-
-    /// `{"contents":[{"name":…,"content":…,"source":…},…]}` with contents appended pre-encoded.
-    private static func encodeContents(
-        _ requests: [LoadRequest],
-        _ answered: [(content: [UInt8], source: String)?]
-    ) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 64 + answered.reduce(0) { $0 + ($1?.content.count ?? 0) + 48 })
-        writer.appendASCII("{\"contents\":[")
-        for (index, request) in requests.enumerated() {
-            if index > 0 { writer.appendASCII(",") }
-            writer.appendASCII("{\"name\":")
-            writer.writeString(request.name)
-            writer.appendASCII(",\"content\":")
-            if let answer = answered[index] {
-                writer.writeRaw(answer.content)
-                writer.appendASCII(",\"source\":")
-                writer.writeString(answer.source)
-            } else {
-                writer.writeString(request.defaultContent)
-                writer.appendASCII(",\"source\":\"default\"")
-            }
-            writer.appendASCII("}")
-        }
-        writer.appendASCII("]}")
-        return writer.bytes
     }
 
     // MARK: prefetch

@@ -407,17 +407,58 @@ private let logger = Logger(label: "test")
         let transport = ScriptedTransport()
         let target = service(transport)
         target.cache.store(offer("logo", content: "<img>"))
-        guard
-            case .complete(let bytes) = target.loadFromCache(
-                LoadRequestsCommand(requests: [LoadRequest(name: "logo", defaultContent: "BlueWhale")])
-            )
-        else {
-            Issue.record("expected a complete answer")
-            return
-        }
-        #expect(try JSONReader.read(bytes) == ["contents": [["name": "logo", "content": "<img>", "source": "cache"]]])
+        target.cache.store(offer("color", content: "red"))
+        var reply = JSONWriter()
+        let pending = target.loadFromCache(
+            LoadRequestsCommand(requests: [
+                LoadRequest(name: "logo", defaultContent: "BlueWhale"), LoadRequest(name: "color", defaultContent: "x"),
+            ]),
+            appendingResultTo: &reply
+        )
+        #expect(pending == nil)
+        #expect(
+            try JSONReader.read(reply.bytes) == [
+                "contents": [
+                    ["name": "logo", "content": "<img>", "source": "cache"],
+                    ["name": "color", "content": "red", "source": "cache"],
+                ]
+            ]
+        )
         #expect(transport.requests.isEmpty)
-        #expect(target.notifications.summary.pending == 1)
+        #expect(target.notifications.summary.pending == 2)
+    }
+
+    /// Hits on either side of a miss keep their places in the result.
+    @Test func aMissBetweenHitsIsFetchedAndEveryAnswerKeepsItsPlace() async throws {
+        let transport = ScriptedTransport()
+        transport.answer(
+            HTTPResponse(
+                status: 200,
+                body: Array(
+                    #"{"status":200,"execute":{"mboxes":[{"index":0,"name":"b","options":[{"type":"html","content":"B"}]}]}}"#
+                        .utf8
+                )
+            )
+        )
+        let target = service(transport)
+        target.cache.store(offer("a", content: "A"))
+        target.cache.store(offer("c", content: "C"))
+        var reply = JSONWriter()
+        let command = LoadRequestsCommand(requests: ["a", "b", "c"].map { LoadRequest(name: $0, defaultContent: "d") })
+        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
+        let result = try JSONReader.read(await target.completeLoad(pending))
+        #expect(
+            result == [
+                "contents": [
+                    ["name": "a", "content": "A", "source": "cache"],
+                    ["name": "b", "content": "B", "source": "network"],
+                    ["name": "c", "content": "C", "source": "cache"],
+                ]
+            ]
+        )
+        #expect(target.counters.hits == 2)
+        #expect(target.counters.misses == 1)
+        #expect(target.counters.networkLoads == 1)
     }
 
     @Test func missesGoUpstreamInOneExecuteAndFailuresGiveDefaults() async throws {
@@ -435,10 +476,8 @@ private let logger = Logger(label: "test")
         let command = LoadRequestsCommand(requests: [
             LoadRequest(name: "a", defaultContent: "da"), LoadRequest(name: "b", defaultContent: "db"),
         ])
-        guard case .needsNetwork(let pending) = target.loadFromCache(command) else {
-            Issue.record("expected misses")
-            return
-        }
+        var reply = JSONWriter()
+        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
         let result = try JSONReader.read(await target.completeLoad(pending))
         #expect(
             result == [

@@ -4,7 +4,9 @@
 //
 // Beyond "does not crash", it checks invariants a bug would break:
 // - what the reader accepts, the writer writes back to the same value (no lossy round trip);
-// - every reply the agent would send is valid JSON that a client decodes to the same id.
+// - every reply the agent would send is valid JSON that a client decodes to the same id;
+// - whatever the cached path's one-pass reader (`FastRequest`) accepts, the general path reads to the
+//   same id and command.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestPath(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -18,14 +20,20 @@ public func fuzzRequestPath(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
 
     let limits = CommandLimits(maxMboxes: 50, maxResources: 100)
+    let fast = FastRequest.read(body, limits: limits, maxBodyBytes: 1 << 20)
     let reply: [UInt8]
     let expectedID: String?
     switch Request.decode(body, maxBodyBytes: 1 << 20) {
     case .failure(let failure):
+        if fast != nil { fatalError("the fast path accepted a body the general path refuses") }
         reply = Reply.failure(id: failure.id, error: failure.error)
         expectedID = failure.id
     case .success(let request):
         expectedID = request.id
+        let general = try? AppCommand.decode(request, limits: limits)
+        if let fast, general.flatMap({ $0 }).map({ FastRequest(id: request.id, command: $0) }) != fast {
+            fatalError("the fast path read a body differently from the general path")
+        }
         do {
             if let command = try AppCommand.decode(request, limits: limits) {
                 reply = Reply.success(id: request.id, result: ["decoded": .string("\(command)".prefix(64).description)])

@@ -1,0 +1,147 @@
+import Testing
+
+@testable import PreflightProtocol
+
+/// `FastRequest.read` must read what it accepts exactly as the general path does, and leave every
+/// other body (errors above all) to the general path.
+@Suite struct FastRequestTests {
+    private let limits = CommandLimits(maxMboxes: 3, maxResources: 3)
+
+    private func fast(_ text: String, maxBodyBytes: Int = 1 << 20) -> FastRequest? {
+        FastRequest.read(Array(text.utf8), limits: limits, maxBodyBytes: maxBodyBytes)
+    }
+
+    /// What the general path makes of a body, as a FastRequest when it is a valid command.
+    private func general(_ body: [UInt8], maxBodyBytes: Int = 1 << 20) -> FastRequest? {
+        guard case .success(let request) = Request.decode(body, maxBodyBytes: maxBodyBytes),
+            let command = try? AppCommand.decode(request, limits: limits)
+        else { return nil }
+        return FastRequest(id: request.id, command: command)
+    }
+
+    /// The contract: whatever the fast path accepts, the general path accepts the same way.
+    private func expectAgreement(_ body: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let read = FastRequest.read(body, limits: limits, maxBodyBytes: 1 << 20) else { return }
+        #expect(read == general(body), "\(String(decoding: body, as: UTF8.self))", sourceLocation: sourceLocation)
+    }
+
+    static let plainBodies = [
+        #"{"v":1,"id":"1","cmd":"ping"}"#,
+        #" { "v" : 1 , "id" : "p-2" , "cmd" : "ping" , "args" : { } } "#,
+        #"{"v":1,"id":"5","cmd":"loadRequests","args":{"requests":[{"name":"logo","defaultContent":"BlueWhale","mboxParameters":{"status":"platinum"}},{"name":"buttonColor","defaultContent":"red"}],"profileParameters":{"age":"20-32"}}}"#,
+        #"{"id":"7","cmd":"loadRequests","v":1,"args":{"profileParameters":{},"requests":[{"defaultContent":"<a href=\"x\">\\\/\n\t</a>","name":"m"}]}}"#,
+        #"{"v":1,"id":"6","cmd":"preauthorize","args":{"requestor":"espn","resources":["resource1","resource2","resource3"],"disabledFeatures":["LOCAL_CACHE"]}}"#,
+        #"{"v":1,"id":"8","cmd":"preauthorize","args":{"resources":["r"],"requestor":"espn","disabledFeatures":[]}}"#,
+        "{\"v\":1,\r\n\t\"id\":\"9\",\"cmd\":\"preauthorize\",\"args\":{\"requestor\":\"a\",\"resources\":[\"r\",\"r\"],"
+            + "\"disabledFeatures\":[\"REMOTE_CACHE\",\"LOCAL_CACHE\",\"LOCAL_CACHE\"]}}",
+    ]
+
+    @Test(arguments: plainBodies)
+    func readsPlainBodiesAsTheGeneralPathDoes(text: String) throws {
+        let read = try #require(fast(text))
+        #expect(read == general(Array(text.utf8)))
+    }
+
+    @Test func readsTheSeedLoadIntoTypedRequests() throws {
+        let read = try #require(fast(Self.plainBodies[2]))
+        #expect(read.id == "5")
+        #expect(read.commandName == "loadRequests")
+        guard case .loadRequests(let command) = read.command else {
+            Issue.record("not a loadRequests: \(read.command)")
+            return
+        }
+        #expect(command.requests.map(\.name) == ["logo", "buttonColor"])
+        #expect(command.requests[0].targeting.mboxParameters == [Parameter("status", "platinum")])
+        #expect(command.profileParameters == [Parameter("age", "20-32")])
+    }
+
+    /// Each of these is either an error the general path must report, or a legal body in a shape the
+    /// fast path leaves to it.
+    static let leftToTheGeneralPath = [
+        "",
+        "{}",
+        #"{"v":1,"id":"1","cmd":"ping",}"#,
+        #"{"v":1,"id":"1","cmd":"ping"} x"#,
+        #"{"v":1.0,"id":"1","cmd":"ping"}"#,
+        #"{"v":10,"id":"1","cmd":"ping"}"#,
+        #"{"v":1,"v":1,"id":"1","cmd":"ping"}"#,
+        #"{"v":1,"id":"","cmd":"ping"}"#,
+        #"{"v":1,"id":"1","cmd":"ping","args":{"x":1}}"#,
+        #"{"v":1,"id":"1","cmd":"ping","args":null}"#,
+        #"{"v":1,"id":"1","cmd":"status"}"#,
+        #"{"v":1,"id":"1","cmd":"p\u0069ng"}"#,
+        #"{"v":1,"id":"1","cmd":"ping","extra":true}"#,
+        #"{"v":1,"id":"1","args":{"requests":[{"name":"a","defaultContent":""}]},"cmd":"loadRequests"}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests"}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":""},{"name":"b","defaultContent":""},{"name":"c","defaultContent":""},{"name":"d","defaultContent":""}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"","defaultContent":""}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a"}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"é"}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"\u00e9"}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","mboxParameters":{"orderId":"1"}}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","mboxParameters":{"profile.age":"1"}}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","mboxParameters":{"k":"1","k":"2"}}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","mboxParameters":{"k":1}}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","productParameters":{"id":"1"}}]}}"#,
+        #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"","mboxParameters":null}]}}"#,
+        #"{"v":1,"id":"1","cmd":"preauthorize","args":{"requestor":"r","resources":[]}}"#,
+        #"{"v":1,"id":"1","cmd":"preauthorize","args":{"requestor":"r","resources":["a","b","c","d"]}}"#,
+        #"{"v":1,"id":"1","cmd":"preauthorize","args":{"requestor":"r","resources":["a"],"disabledFeatures":["OTHER"]}}"#,
+        #"{"v":1,"id":"1","cmd":"preauthorize","args":{"resources":["a"]}}"#,
+        "{\"v\":1,\"id\":\"1\",\"cmd\":\"ping\"\u{0}}",
+    ]
+
+    @Test(arguments: leftToTheGeneralPath)
+    func leavesErrorsAndUnusualShapesToTheGeneralPath(text: String) {
+        #expect(fast(text) == nil)
+    }
+
+    @Test func respectsTheBodyLimit() {
+        let body = Self.plainBodies[0]
+        #expect(fast(body, maxBodyBytes: body.utf8.count) != nil)
+        #expect(fast(body, maxBodyBytes: body.utf8.count - 1) == nil)
+    }
+
+    @Test func respectsEveryLengthLimitAtItsEdge() {
+        func load(name: String = "m", key: String = "k", value: String = "v") -> String {
+            #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"\#(name)","defaultContent":"","mboxParameters":{"\#(key)":"\#(value)"}}]}}"#
+        }
+        let cases: [(String, String)] = [
+            (load(name: String(repeating: "n", count: 250)), load(name: String(repeating: "n", count: 251))),
+            (load(key: String(repeating: "k", count: 128)), load(key: String(repeating: "k", count: 129))),
+            (load(value: String(repeating: "v", count: 5000)), load(value: String(repeating: "v", count: 5001))),
+            (
+                #"{"v":1,"id":"\#(String(repeating: "i", count: 128))","cmd":"ping"}"#,
+                #"{"v":1,"id":"\#(String(repeating: "i", count: 129))","cmd":"ping"}"#
+            ),
+        ]
+        for (atLimit, beyond) in cases {
+            #expect(fast(atLimit) != nil)
+            #expect(fast(atLimit) == general(Array(atLimit.utf8)))
+            #expect(fast(beyond) == nil)
+        }
+    }
+
+    /// A deterministic sweep in the spirit of the fuzzer: every prefix of each plain body, and each
+    /// body with every byte replaced by characters that change JSON's meaning.
+    @Test func agreesWithTheGeneralPathOnEveryPrefixAndOneByteMutation() {
+        let replacements: [UInt8] = Array(#"{}[]",:\ 01-tnu"#.utf8) + [0x00, 0x0A, 0x7F, 0xC3, 0xFF]
+        for text in Self.plainBodies {
+            let body = Array(text.utf8)
+            for end in 0...body.count {
+                expectAgreement(Array(body[..<end]))
+            }
+            for position in body.indices {
+                for replacement in replacements where replacement != body[position] {
+                    var mutated = body
+                    mutated[position] = replacement
+                    expectAgreement(mutated)
+                }
+                var shorter = body
+                shorter.remove(at: position)
+                expectAgreement(shorter)
+            }
+        }
+    }
+}
