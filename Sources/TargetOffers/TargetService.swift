@@ -124,7 +124,8 @@ public final class TargetService: Sendable {
     ///
     /// The cached path: a hit appends the element prepared when the offer was cached, so a reply is
     /// one buffer written once, with no JSON built on the way.
-    public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad? {
+    public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad?
+    {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
         let count = command.requests.count
