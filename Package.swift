@@ -122,6 +122,27 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The complete examples of docs/APPS.md, byte for byte (tests/python/test_apps_guide.py compares them with
+        // the guide and runs them against a real agent). They use nothing but the PreflightClient product, as an
+        // app's own package would.
+        .executableTarget(
+            name: "example-prefetch-and-load",
+            dependencies: ["PreflightClient"],
+            path: "Examples/PrefetchAndLoad",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "example-preauthorize",
+            dependencies: ["PreflightClient"],
+            path: "Examples/Preauthorize",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "example-watch-events",
+            dependencies: ["PreflightClient"],
+            path: "Examples/WatchEvents",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ZeroMQTests",
             dependencies: ["ZeroMQ"],

@@ -13,16 +13,31 @@ extension PreflightClient {
     /// The app endpoint when the configuration file does not name one (docs/PROTOCOL.md).
     public static let defaultAppEndpoint = "ipc:///run/preflight/app.sock"
 
+    /// The events endpoint when the configuration file does not name one (docs/PROTOCOL.md).
+    public static let defaultEventsEndpoint = "ipc:///run/preflight/events.sock"
+
     /// The app endpoint the agent on this box serves: `agent.appEndpoint` of `configurationFile`, or
     /// ``defaultAppEndpoint`` when the file is missing, unreadable, not JSON, or does not name one.
     ///
     /// Only that one key is read; the agent itself validates the rest of its configuration.
     public static func configuredAppEndpoint(configurationFile: String = defaultConfigurationFile) -> String {
+        configuredEndpoint("appEndpoint", in: configurationFile) ?? defaultAppEndpoint
+    }
+
+    /// The events endpoint the agent on this box publishes on, for ``EventSubscriber``: `agent.eventsEndpoint`
+    /// of `configurationFile`, or ``defaultEventsEndpoint`` when the file is missing, unreadable, not JSON, or
+    /// does not name one.
+    public static func configuredEventsEndpoint(configurationFile: String = defaultConfigurationFile) -> String {
+        configuredEndpoint("eventsEndpoint", in: configurationFile) ?? defaultEventsEndpoint
+    }
+
+    /// `agent.<key>` of the configuration file when it is a non-empty string; only that one key is read.
+    private static func configuredEndpoint(_ key: String, in configurationFile: String) -> String? {
         guard let bytes = readSmallFile(configurationFile),
             let value = try? JSONReader.read(bytes),
-            let endpoint = value["agent"]?["appEndpoint"]?.stringValue, !endpoint.isEmpty
+            let endpoint = value["agent"]?[key]?.stringValue, !endpoint.isEmpty
         else {
-            return defaultAppEndpoint
+            return nil
         }
         return endpoint
     }

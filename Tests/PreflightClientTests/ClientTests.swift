@@ -63,6 +63,27 @@ struct ScratchError: Error {
         )
     }
 
+    @Test func readsAgentEventsEndpointFromTheConfigurationFile() throws {
+        let folder = try ScratchFolder()
+        try folder.write(
+            "preflight.json",
+            #"{"agent": {"appEndpoint": "ipc:///tmp/elsewhere/app.sock", "eventsEndpoint": "ipc:///tmp/e/events.sock"}}"#
+        )
+        try folder.write("no-key.json", #"{"agent": {"appEndpoint": "ipc:///x"}}"#)
+        try folder.write("empty.json", #"{"agent": {"eventsEndpoint": ""}}"#)
+        #expect(
+            PreflightClient.configuredEventsEndpoint(configurationFile: folder.file("preflight.json"))
+                == "ipc:///tmp/e/events.sock"
+        )
+        for name in ["missing.json", "no-key.json", "empty.json"] {
+            #expect(
+                PreflightClient.configuredEventsEndpoint(configurationFile: folder.file(name))
+                    == "ipc:///run/preflight/events.sock"
+            )
+        }
+        #expect(PreflightClient.defaultEventsEndpoint == "ipc:///run/preflight/events.sock")
+    }
+
     @Test func fallsBackToTheDocumentedDefault() throws {
         let folder = try ScratchFolder()
         try folder.write("no-key.json", #"{"agent": {"adminEndpoint": "ipc:///x"}}"#)

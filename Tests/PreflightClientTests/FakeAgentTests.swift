@@ -92,7 +92,8 @@ final class FakeAgent {
             TargetRequestObject(name: "logo", defaultContent: "BlueWhale", mboxParameters: ["status": "platinum"])
         ])
         let loadRequest = try await agent.receive()
-        // The whole body, byte for byte, as docs/APPS.md shows it (the client's first request has id "1").
+        // The whole body, byte for byte: docs/APPS.md's JSON, compact, keys in the order this client writes them
+        // (its first request has id "1").
         #expect(
             String(decoding: loadRequest.body, as: UTF8.self)
                 == #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"logo","#

@@ -39,7 +39,8 @@ from preflight_client import (  # noqa: E402  (the examples folder is not a pack
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
 
-# What the seed example must put on the wire: the JSON docs/PROTOCOL.md and docs/APPS-python.md show.
+# What the seed example must put on the wire: the JSON docs/PROTOCOL.md and docs/APPS.md show
+# (test_apps_guide.py compares the guide's own blocks with what its programs send).
 SEED_PREFETCH_ARGS = {
     "mboxes": [
         {
