@@ -90,6 +90,7 @@ let package = Package(
                 "PreflightProtocol",
                 "TargetOffers",
                 "PassAuthorization",
+                "StateFiles",
                 "UpstreamHTTP",
                 "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),

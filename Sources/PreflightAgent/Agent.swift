@@ -2,6 +2,7 @@ import Logging
 import PassAuthorization
 import PreflightProtocol
 import ServiceLifecycle
+import StateFiles
 import TargetOffers
 import UnixSignals
 import UpstreamHTTPClient
@@ -57,6 +58,9 @@ public final class Agent: Service {
         configurationPath: String?,
         logger: Logger
     ) async throws(AgentError) -> Agent {
+        for path in FileSystem.removeStaleTemporaries(in: configuration.agent.stateDirectory) {
+            logger.notice("removed a temporary file an earlier run left mid-write", metadata: ["file": "\(path)"])
+        }
         let runtime = AgentRuntime(configuration: configuration, configurationPath: configurationPath)
         let transport = AsyncHTTPClientTransport()
         let target = TargetService(

@@ -83,6 +83,31 @@ public enum FileSystem {
         syncDirectory(of: path)
     }
 
+    /// Removes the temporary files `writeAtomically` left in `directory` when its process died mid-write
+    /// (`<file>.tmp-<pid>` whose process no longer exists), and returns their paths. A live process's
+    /// file is left alone: it may be writing it now.
+    public static func removeStaleTemporaries(in directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            names.append(name)
+        }
+        closedir(handle)
+        var removed: [String] = []
+        for name in names {
+            guard let dot = name.lastIndex(of: "."), name[dot...].hasPrefix(".tmp-"),
+                let pid = pid_t(name[name.index(dot, offsetBy: 5)...]), pid > 0, pid != getpid(),
+                kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            let path = "\(directory)/\(name)"
+            if unlink(path) == 0 { removed.append(path) }
+        }
+        return removed
+    }
+
     /// Renames a file; used to move a corrupt state file aside.
     public static func move(_ path: String, to destination: String) throws(SystemCallError) {
         if rename(path, destination) != 0 { throw SystemCallError(call: "rename", path: path, errno: errno) }

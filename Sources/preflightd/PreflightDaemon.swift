@@ -27,6 +27,13 @@ struct PreflightDaemon: AsyncParsableCommand {
         version: preflightVersion
     )
 
+    /// The entry point: crash reports without memory contents first (see `PrivateCrashReports`), then the
+    /// command line.
+    static func main() async {
+        PrivateCrashReports.ensure()
+        await main(nil)
+    }
+
     @Option(name: .long, help: "Configuration file.")
     var config: String = "/etc/preflight/preflight.json"
 
@@ -82,5 +89,24 @@ struct PreflightDaemon: AsyncParsableCommand {
     private func fail(_ message: String, exitCode: Int32) -> Never {
         StandardError.write("preflightd: \(message)\n")
         Glibc.exit(exitCode)
+    }
+}
+
+/// What Swift's crash reporter prints when the agent crashes.
+///
+/// Its default away from a terminal (journald, a log file) is the `full` preset, which prints every register
+/// with the 16 bytes of memory it points at: a register pointing at the client secret or an access token
+/// would put part of it in the journal. The agent's reports keep every thread's backtrace and the images
+/// they mention, and leave registers and memory out. The runtime reads `SWIFT_BACKTRACE` once, when the
+/// process starts, so unless an operator set it (to debug with a full report, say), the agent execs itself
+/// again at once with these settings: the same process id, before anything else has happened.
+enum PrivateCrashReports {
+    static let settings = "interactive=no,color=no,threads=all,registers=none,images=mentioned,sanitize=yes"
+
+    static func ensure() {
+        guard getenv("SWIFT_BACKTRACE") == nil else { return }
+        setenv("SWIFT_BACKTRACE", settings, 1)
+        execv("/proc/self/exe", CommandLine.unsafeArgv)
+        // exec failed (no /proc): carry on; the report then has the runtime's defaults.
     }
 }

@@ -1,7 +1,9 @@
 """Adobe Pass preauthorization end to end: pyzmq apps, a real preflightd, preflight-sim as Adobe Pass."""
 
 import json
+import re
 import shutil
+import signal
 import tempfile
 import threading
 
@@ -266,3 +268,34 @@ def test_twenty_apps_at_boot_under_the_rate_limit_see_no_throttling_failure(pass
     assert all(code in (None, "requestor_not_configured") for code in codes), codes
     pass_env.wait_configured()
     assert pass_env.preauthorize(["channel0"])["outcome"] == "response"
+
+
+def test_a_crash_report_holds_no_secret_and_no_memory(pass_env):
+    """What a crash writes (Swift's crash reporter, on the agent's output, which the journal keeps) carries none
+    of the secrets the agent holds: the software statement, the DCR client secret, the access token in use.
+    The reporter's default away from a terminal prints every register with the memory it points at; the agent
+    turns that off (PrivateCrashReports). SIGSEGV sent from outside runs the reporter like a real fault; as it
+    is not one, the process carries on afterwards and the test ends it."""
+    agent = pass_env.start()
+    pass_env.login()
+    pass_env.wait_configured()
+    pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+    with open(f"{pass_env.folder}/state/pass-registration.json") as handle:
+        client_secret = json.load(handle)["client_secret"]
+    authorization = pass_env.sim.requests("preauthorize")[-1]["headers"]["authorization"]
+    token = authorization.split(" ", 1)[1]
+    secrets = {"software statement": TEST_SOFTWARE_STATEMENT, "client secret": client_secret, "access token": token}
+    assert all(len(secret) >= 16 for secret in secrets.values()), secrets  # long enough not to match by chance
+
+    agent.process.send_signal(signal.SIGSEGV)
+    wait_until("the crash report", lambda: "Backtrace took" in read_log(pass_env.folder), timeout=120)
+    stop_agent(agent, signal.SIGKILL)
+    pass_env.agent = None
+    output = read_log(pass_env.folder)
+    report = output[output.index("Crash"):] if "Crash" in output else output
+    assert "Thread 0" in report, report[-3000:]  # a backtrace was written, so the searches below mean something
+    registers = re.findall(r"^\s*r(?:ip|sp|ax|bx|cx|dx|si|di|bp|\d+) 0x[0-9a-f]{16}", output, re.M)
+    assert not registers, f"register dump in the crash report: {registers[:3]}"
+    for name, secret in secrets.items():
+        assert secret not in output, f"the {name} is in the crash output"
+        assert secret[:12] not in output, f"the start of the {name} is in the crash output"

@@ -412,9 +412,14 @@ def test_a_power_cut_mid_write_leaves_a_readable_state_folder(setup):
     # Partial temporary files from a write that never reached its rename (another process id).
     visitor = open(os.path.join(state, "target-visitor.json"), "rb").read()
     registration = open(os.path.join(state, "pass-registration.json"), "rb").read()
-    _write(os.path.join(state, "target-visitor.json.tmp-999999"), visitor[: len(visitor) // 2])
-    _write(os.path.join(state, "pass-registration.json.tmp-999998"), registration[: len(registration) // 3])
-    _write(os.path.join(state, "target-notifications.journal.tmp-999997"), b'{"add":{"id":"never-renamed"')
+    dead = _dead_pids(3)
+    temporaries = [f"target-visitor.json.tmp-{dead[0]}", f"pass-registration.json.tmp-{dead[1]}",
+                   f"target-notifications.journal.tmp-{dead[2]}"]
+    _write(os.path.join(state, temporaries[0]), visitor[: len(visitor) // 2])
+    _write(os.path.join(state, temporaries[1]), registration[: len(registration) // 3])
+    _write(os.path.join(state, temporaries[2]), b'{"add":{"id":"never-renamed"')
+    # A temporary file of a process that is alive (this test) may be in the middle of its write: left alone.
+    _write(os.path.join(state, f"target-visitor.json.tmp-{os.getpid()}"), b"{")
     # The journal's last line cut in half and the rest of its block zeros.
     data = open(journal, "rb").read()
     lines = data.rstrip(b"\n").split(b"\n")
@@ -431,6 +436,11 @@ def test_a_power_cut_mid_write_leaves_a_readable_state_folder(setup):
     assert setup.admin("status")["target"]["visitor"]["tntId"] == tnt_id
     assert setup.registrations() == 1
     assert not [n for n in os.listdir(state) if ".corrupt-" in n]
+    # The dead writers' temporary files are gone, each with a line in the log; the live one's is not.
+    assert not [n for n in temporaries if os.path.exists(os.path.join(state, n))]
+    assert os.path.exists(os.path.join(state, f"target-visitor.json.tmp-{os.getpid()}"))
+    log = read_log(setup.folder)
+    assert all(f"removed a temporary file an earlier run left mid-write file={state}/{n}" in log for n in temporaries), log
     wait_until("the intact spool at Target", lambda: len(setup.notifications()) >= len(expected), timeout=60)
     wait_until("the queue to drain", lambda: setup.admin("notifications.status")["queued"] == 0, timeout=60)
     assert sorted(n["id"] for n in setup.notifications()) == sorted(expected)
@@ -440,6 +450,21 @@ def test_a_power_cut_mid_write_leaves_a_readable_state_folder(setup):
     for line in open(journal, "rb").read().split(b"\n"):
         if line:
             json.loads(line)
+
+
+def _dead_pids(count):
+    """Process ids with no process behind them now (ids of writers that died mid-write)."""
+    found = []
+    for pid in range(4_000_000, 3_000_000, -7919):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            found.append(pid)
+        except PermissionError:
+            pass
+        if len(found) == count:
+            return found
+    raise AssertionError("no free process ids found")
 
 
 def test_the_notification_journal_stays_bounded_while_target_is_down(setup):
