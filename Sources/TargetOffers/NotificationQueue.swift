@@ -34,9 +34,9 @@ public struct DisplayNotification: Sendable, Hashable {
     ) -> DisplayNotification {
         let id = RandomUUID.make()
         var writer = JSONWriter(reservingCapacity: 96 + offer.notificationFragment.count)
-        writer.appendASCII("{\"id\":")
-        writer.writeString(id)
-        writer.appendASCII(",\"type\":\"display\",\"timestamp\":")
+        writer.appendASCII("{\"id\":\"")
+        writer.appendASCII(id)  // hex digits and dashes: nothing to escape
+        writer.appendASCII("\",\"type\":\"display\",\"timestamp\":")
         writer.writeInteger(timestampMs)
         writer.appendASCII(",")
         writer.writeRaw(offer.notificationFragment)
@@ -129,11 +129,10 @@ public final class NotificationQueue: Sendable {
     /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
     /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
     public func enqueue(_ notification: DisplayNotification) {
-        let line = Self.journalLine(add: notification)
         state.withLock { state in
             state.pending.append(notification)
             state.counters.queued += 1
-            appendLocked(&state, line)
+            appendAddLocked(&state, notification)
             while state.pending.count + state.inFlight.count > capacity, !state.pending.isEmpty {
                 let dropped = state.pending.removeFirst()
                 state.counters.droppedOverflow += 1
@@ -265,6 +264,17 @@ public final class NotificationQueue: Sendable {
 
     private static func journalLine(ack ids: [String]) -> [UInt8] {
         JSONWriter.encode(["ack": .array(ids.map { .string($0) })]) + [0x0A]
+    }
+
+    /// `journalLine(add:)` written straight into the unwritten lines: no line of its own to allocate.
+    private func appendAddLocked(_ state: inout State, _ notification: DisplayNotification) {
+        guard state.journal >= 0 else { return }
+        state.unwritten.append(contentsOf: Self.addPrefix)
+        state.unwritten.append(contentsOf: notification.encoded)
+        state.unwritten.append(UInt8(ascii: "}"))
+        state.unwritten.append(0x0A)
+        state.unwrittenLines += 1
+        if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
     }
 
     private func appendLocked(_ state: inout State, _ line: [UInt8]) {

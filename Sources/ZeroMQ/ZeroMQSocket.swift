@@ -196,7 +196,11 @@ public final class ZeroMQSocket {
         var more = true
         while more {
             // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask the last.
-            frames.append(try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value))
+            let frame = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
+            // Once a message is here (not before: most batches end in .wouldBlock), room for a request's
+            // [routing id][delimiter][body] without regrowing.
+            if frames.isEmpty { frames.reserveCapacity(4) }
+            frames.append(frame)
         }
         return (frames, value)
     }

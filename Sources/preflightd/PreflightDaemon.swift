@@ -104,9 +104,21 @@ enum PrivateCrashReports {
     static let settings = "interactive=no,color=no,threads=all,registers=none,images=mentioned,sanitize=yes"
 
     static func ensure() {
-        guard getenv("SWIFT_BACKTRACE") == nil else { return }
+        guard getenv("SWIFT_BACKTRACE") == nil, let executable = executablePath() else { return }
         setenv("SWIFT_BACKTRACE", settings, 1)
-        execv("/proc/self/exe", CommandLine.unsafeArgv)
-        // exec failed (no /proc): carry on; the report then has the runtime's defaults.
+        execv(executable, CommandLine.unsafeArgv)
+        // exec failed: carry on; the report then has the runtime's defaults.
+    }
+
+    /// This program's file, as the kernel knows it (not `argv[0]`, which may be a bare name or relative).
+    /// Under valgrind it is the program valgrind runs; the exec then leaves valgrind, so profiling runs
+    /// set `SWIFT_BACKTRACE` themselves (tools/bench --profile).
+    private static func executablePath() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let length = buffer.withUnsafeMutableBufferPointer { bytes in
+            bytes.baseAddress.map { readlink("/proc/self/exe", $0, bytes.count - 1) } ?? -1
+        }
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[..<length], as: UTF8.self)
     }
 }

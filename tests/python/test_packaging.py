@@ -203,3 +203,15 @@ def test_check_systemd_fails_above_the_exposure_limit(tmp_path):
     result = run(["tools/check-systemd", str(unit)])
     assert result.returncode == 1, result.stdout
     assert "is above 2.0" in result.stdout
+
+
+def test_the_unit_sets_the_crash_report_settings_preflightd_would_set_itself():
+    """Under systemd the agent need not exec itself to keep memory out of crash reports: the unit sets the same
+    SWIFT_BACKTRACE that PrivateCrashReports would."""
+    unit = open(os.path.join(REPO, "systemd/preflightd.service")).read()
+    in_unit = re.search(r"^Environment=SWIFT_BACKTRACE=(\S+)$", unit, re.M)
+    source = open(os.path.join(REPO, "Sources/preflightd/PreflightDaemon.swift")).read()
+    in_code = re.search(r'static let settings = "([^"]+)"', source)
+    assert in_unit and in_code
+    assert in_unit.group(1) == in_code.group(1)
+    assert "registers=none" in in_code.group(1)
