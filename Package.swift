@@ -13,6 +13,14 @@ let strictSettings: [SwiftSetting] = [
 /// on this toolchain that no test code can avoid.
 let testSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+/// The two binaries a box runs, in release: without the whole symbol table exported. The static Swift
+/// standard library's link arguments add `-export-dynamic`, which put 29,000 symbols and their names
+/// (2.7 MB) in the stripped binary and 1.6 MiB in the agent's resident memory, for nothing that loads
+/// at run time. A crash is read from its core with the unstripped build (docs/OPERATIONS.md).
+let boxBinarySettings: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(configuration: .release))
+]
+
 let package = Package(
     name: "Preflight",
     platforms: [.macOS(.v15)],
@@ -107,7 +115,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            linkerSettings: boxBinarySettings
         ),
         .target(
             name: "PreflightClient",
@@ -121,7 +130,8 @@ let package = Package(
                 "PreflightProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            linkerSettings: boxBinarySettings
         ),
         // The complete examples of docs/APPS.md, byte for byte (tests/python/test_apps_guide.py compares them with
         // the guide and runs them against a real agent). They use nothing but the PreflightClient product, as an
