@@ -262,8 +262,16 @@ public final class NotificationQueue: Sendable {
         return line
     }
 
+    /// `{"ack":["id",…]}` and a newline, written without a JSON tree (a batch acknowledges up to 50).
     private static func journalLine(ack ids: [String]) -> [UInt8] {
-        JSONWriter.encode(["ack": .array(ids.map { .string($0) })]) + [0x0A]
+        var writer = JSONWriter(reservingCapacity: 12 + ids.count * 40)
+        writer.appendASCII("{\"ack\":[")
+        for (index, id) in ids.enumerated() {
+            if index > 0 { writer.appendASCII(",") }
+            writer.writeString(id)
+        }
+        writer.appendASCII("]}\n")
+        return writer.bytes
     }
 
     /// `journalLine(add:)` written straight into the unwritten lines: no line of its own to allocate.
