@@ -61,57 +61,51 @@ struct FastScanner {
     }
 
     mutating func request() -> FastRequest? {
-        guard take(UInt8(ascii: "{")) else { return nil }
         var sawVersion = false
         var id: String?
         var command: Command?
         var parsed: AppCommand?
         var sawArgs = false
-        var first = true
-        while true {
-            if first, take(UInt8(ascii: "}")) { return nil }  // {} has no id
-            guard let key = rawKey() else { return nil }
-            if matches(key, "v") {
-                guard !sawVersion, takeVersionOne() else { return nil }
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "v") {
+                guard !sawVersion, scanner.takeVersionOne() else { return false }
                 sawVersion = true
-            } else if matches(key, "id") {
-                guard id == nil, let text = string(), (1...128).contains(text.utf8.count) else { return nil }
+            } else if scanner.matches(key, "id") {
+                guard id == nil, let text = scanner.string(), (1...128).contains(text.utf8.count) else { return false }
                 id = text
-            } else if matches(key, "cmd") {
-                guard command == nil, let name = rawString() else { return nil }
-                if matches(name, "ping") {
+            } else if scanner.matches(key, "cmd") {
+                guard command == nil, let name = scanner.rawString() else { return false }
+                if scanner.matches(name, "ping") {
                     command = .ping
-                } else if matches(name, "loadRequests") {
+                } else if scanner.matches(name, "loadRequests") {
                     command = .loadRequests
-                } else if matches(name, "preauthorize") {
+                } else if scanner.matches(name, "preauthorize") {
                     command = .preauthorize
                 } else {
-                    return nil
+                    return false
                 }
-            } else if matches(key, "args") {
+            } else if scanner.matches(key, "args") {
                 // The arguments' shape depends on the command: apps send `cmd` first.
-                guard !sawArgs, let known = command else { return nil }
+                guard !sawArgs, let known = command else { return false }
                 sawArgs = true
                 switch known {
                 case .ping:
-                    guard take(UInt8(ascii: "{")), take(UInt8(ascii: "}")) else { return nil }
+                    guard scanner.members(nonEmpty: false, { _, _ in false }) else { return false }
                     parsed = .ping
                 case .loadRequests:
-                    guard let arguments = loadRequestsArguments() else { return nil }
+                    guard let arguments = scanner.loadRequestsArguments() else { return false }
                     parsed = .loadRequests(arguments)
                 case .preauthorize:
-                    guard let arguments = preauthorizeArguments() else { return nil }
+                    guard let arguments = scanner.preauthorizeArguments() else { return false }
                     parsed = .preauthorize(arguments)
                 }
             } else {
-                return nil
+                return false
             }
-            first = false
-            guard endOfMember(closing: UInt8(ascii: "}")) else { return nil }
-            if bytes[index - 1] == UInt8(ascii: "}") { break }
+            return true
         }
         skipWhitespace()
-        guard index == bytes.count, sawVersion, let id, let command else { return nil }
+        guard read, index == bytes.count, sawVersion, let id, let command else { return nil }
         switch (command, parsed) {
         case (.ping, nil): return FastRequest(id: id, command: .ping)
         case (_, let parsed?): return FastRequest(id: id, command: parsed)
@@ -134,61 +128,56 @@ struct FastScanner {
     // MARK: loadRequests
 
     private mutating func loadRequestsArguments() -> LoadRequestsCommand? {
-        guard take(UInt8(ascii: "{")) else { return nil }
         var requests: [LoadRequest]?
         var profile: [Parameter]?
-        if take(UInt8(ascii: "}")) { return nil }  // requests is required
-        repeat {
-            guard let key = rawKey() else { return nil }
-            if matches(key, "requests") {
-                guard requests == nil, let read = loadRequestList() else { return nil }
-                requests = read
-            } else if matches(key, "profileParameters") {
-                guard profile == nil, let read = parameters(reserved: false) else { return nil }
-                profile = read
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "requests") {
+                guard requests == nil, let list = scanner.loadRequestList() else { return false }
+                requests = list
+            } else if scanner.matches(key, "profileParameters") {
+                guard profile == nil, let parameters = scanner.parameters(reserved: false) else { return false }
+                profile = parameters
             } else {
-                return nil
+                return false
             }
-            guard endOfMember(closing: UInt8(ascii: "}")) else { return nil }
-        } while bytes[index - 1] == UInt8(ascii: ",")
-        guard let requests else { return nil }
+            return true
+        }
+        guard read, let requests else { return nil }
         return LoadRequestsCommand(requests: requests, profileParameters: profile ?? [])
     }
 
     private mutating func loadRequestList() -> [LoadRequest]? {
-        guard take(UInt8(ascii: "[")), !take(UInt8(ascii: "]")) else { return nil }  // at least one
         var requests: [LoadRequest] = []
-        repeat {
-            guard requests.count < limits.maxMboxes, let request = loadRequest() else { return nil }
+        let read = elements(nonEmpty: true) { scanner in
+            guard requests.count < scanner.limits.maxMboxes, let request = scanner.loadRequest() else { return false }
             requests.append(request)
-            guard endOfMember(closing: UInt8(ascii: "]")) else { return nil }
-        } while bytes[index - 1] == UInt8(ascii: ",")
-        return requests
+            return true
+        }
+        return read ? requests : nil
     }
 
     private mutating func loadRequest() -> LoadRequest? {
-        guard take(UInt8(ascii: "{")), !take(UInt8(ascii: "}")) else { return nil }
         var name: String?
         var defaultContent: String?
         var mboxParameters: [Parameter]?
-        repeat {
-            guard let key = rawKey() else { return nil }
-            if matches(key, "name") {
-                guard name == nil, let text = string(), (1...TargetLimits.mboxNameLength).contains(text.utf8.count)
-                else { return nil }
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "name") {
+                guard name == nil, let text = scanner.string(),
+                    (1...TargetLimits.mboxNameLength).contains(text.utf8.count)
+                else { return false }
                 name = text
-            } else if matches(key, "defaultContent") {
-                guard defaultContent == nil, let text = string() else { return nil }
+            } else if scanner.matches(key, "defaultContent") {
+                guard defaultContent == nil, let text = scanner.string() else { return false }
                 defaultContent = text
-            } else if matches(key, "mboxParameters") {
-                guard mboxParameters == nil, let read = parameters(reserved: true) else { return nil }
-                mboxParameters = read
+            } else if scanner.matches(key, "mboxParameters") {
+                guard mboxParameters == nil, let parameters = scanner.parameters(reserved: true) else { return false }
+                mboxParameters = parameters
             } else {
-                return nil
+                return false
             }
-            guard endOfMember(closing: UInt8(ascii: "}")) else { return nil }
-        } while bytes[index - 1] == UInt8(ascii: ",")
-        guard let name, let defaultContent else { return nil }
+            return true
+        }
+        guard read, let name, let defaultContent else { return nil }
         return LoadRequest(
             name: name,
             defaultContent: defaultContent,
@@ -197,7 +186,7 @@ struct FastScanner {
     }
 
     /// A parameter object within every limit of PROTOCOL.md; `reserved` refuses the names Target keeps
-    /// for order data (mbox parameters only).
+    /// for order data (mbox parameters only). Keys are read as strings (they are the parameters' names).
     private mutating func parameters(reserved: Bool) -> [Parameter]? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var parameters: [Parameter] = []
@@ -218,61 +207,80 @@ struct FastScanner {
     // MARK: preauthorize
 
     private mutating func preauthorizeArguments() -> PreauthorizeCommand? {
-        guard take(UInt8(ascii: "{")), !take(UInt8(ascii: "}")) else { return nil }
         var requestor: String?
         var resources: [String]?
         var features: Set<PreauthorizeFeature>?
-        repeat {
-            guard let key = rawKey() else { return nil }
-            if matches(key, "requestor") {
-                guard requestor == nil, let text = string(),
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "requestor") {
+                guard requestor == nil, let text = scanner.string(),
                     (1...PreauthorizeCommand.requestorLength).contains(text.utf8.count)
-                else { return nil }
+                else { return false }
                 requestor = text
-            } else if matches(key, "resources") {
-                guard resources == nil, let read = resourceList() else { return nil }
-                resources = read
-            } else if matches(key, "disabledFeatures") {
-                guard features == nil, let read = featureList() else { return nil }
-                features = read
+            } else if scanner.matches(key, "resources") {
+                guard resources == nil, let list = scanner.resourceList() else { return false }
+                resources = list
+            } else if scanner.matches(key, "disabledFeatures") {
+                guard features == nil, let set = scanner.featureSet() else { return false }
+                features = set
             } else {
-                return nil
+                return false
             }
-            guard endOfMember(closing: UInt8(ascii: "}")) else { return nil }
-        } while bytes[index - 1] == UInt8(ascii: ",")
-        guard let requestor, let resources else { return nil }
+            return true
+        }
+        guard read, let requestor, let resources else { return nil }
         return PreauthorizeCommand(requestor: requestor, resources: resources, disabledFeatures: features ?? [])
     }
 
     private mutating func resourceList() -> [String]? {
-        guard take(UInt8(ascii: "[")), !take(UInt8(ascii: "]")) else { return nil }
         var resources: [String] = []
-        repeat {
-            guard resources.count < limits.maxResources, let resource = string(),
+        let read = elements(nonEmpty: true) { scanner in
+            guard resources.count < scanner.limits.maxResources, let resource = scanner.string(),
                 (1...PreauthorizeCommand.resourceLength).contains(resource.utf8.count)
-            else { return nil }
+            else { return false }
             resources.append(resource)
-            guard endOfMember(closing: UInt8(ascii: "]")) else { return nil }
-        } while bytes[index - 1] == UInt8(ascii: ",")
-        return resources
+            return true
+        }
+        return read ? resources : nil
     }
 
-    private mutating func featureList() -> Set<PreauthorizeFeature>? {
-        guard take(UInt8(ascii: "[")) else { return nil }
+    private mutating func featureSet() -> Set<PreauthorizeFeature>? {
         var features: Set<PreauthorizeFeature> = []
-        if take(UInt8(ascii: "]")) { return features }
-        repeat {
-            guard let name = rawString() else { return nil }
-            if matches(name, "LOCAL_CACHE") {
+        let read = elements(nonEmpty: false) { scanner in
+            guard let name = scanner.rawString() else { return false }
+            if scanner.matches(name, "LOCAL_CACHE") {
                 features.insert(.localCache)
-            } else if matches(name, "REMOTE_CACHE") {
+            } else if scanner.matches(name, "REMOTE_CACHE") {
                 features.insert(.remoteCache)
             } else {
-                return nil
+                return false
             }
-            guard endOfMember(closing: UInt8(ascii: "]")) else { return nil }
+            return true
+        }
+        return read ? features : nil
+    }
+
+    // MARK: structure
+
+    /// An object whose keys are plain: `member` reads the value of each key (the scanner stands after its
+    /// `:`) and says whether it was acceptable. False for an empty object when `nonEmpty`, a bad key, a
+    /// refused member, or a separator out of place.
+    private mutating func members(nonEmpty: Bool, _ member: (inout FastScanner, Range<Int>) -> Bool) -> Bool {
+        guard take(UInt8(ascii: "{")) else { return false }
+        if take(UInt8(ascii: "}")) { return !nonEmpty }
+        repeat {
+            guard let key = rawKey(), member(&self, key), endOfMember(closing: UInt8(ascii: "}")) else { return false }
         } while bytes[index - 1] == UInt8(ascii: ",")
-        return features
+        return true
+    }
+
+    /// An array: `element` reads each element and says whether it was acceptable.
+    private mutating func elements(nonEmpty: Bool, _ element: (inout FastScanner) -> Bool) -> Bool {
+        guard take(UInt8(ascii: "[")) else { return false }
+        if take(UInt8(ascii: "]")) { return !nonEmpty }
+        repeat {
+            guard element(&self), endOfMember(closing: UInt8(ascii: "]")) else { return false }
+        } while bytes[index - 1] == UInt8(ascii: ",")
+        return true
     }
 
     // MARK: tokens
