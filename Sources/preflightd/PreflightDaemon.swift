@@ -3,6 +3,7 @@ import Logging
 import PreflightAgent
 import PreflightProtocol
 import ServiceLifecycle
+import UnixSignals
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -61,6 +62,11 @@ struct PreflightDaemon: AsyncParsableCommand {
         }
         LoggingSystem.bootstrap { label in AgentLogHandler(label: label, level: level) }
         let logger = Logger(label: "preflightd")
+        // SIGTERM and SIGINT are trapped before anything is bound: from the moment an app or systemd can
+        // reach the agent, a stop request ends in the graceful shutdown (drain, notification flush, socket
+        // files removed), never in the signal's default action. A signal that arrives while the agent
+        // starts waits in the sequence until the service group runs.
+        let stopSignals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         for warning in loaded.warnings {
             logger.warning("configuration: \(warning)", metadata: ["file": "\(config)"])
         }
@@ -76,13 +82,14 @@ struct PreflightDaemon: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             fail("cannot start: \(error)", exitCode: error.exitCode)
         }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: agent)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
+        let group = ServiceGroup(configuration: .init(services: [.init(service: agent)], logger: logger))
+        let forwarding = Task {
+            for await signal in stopSignals {
+                logger.info("received \(signal): shutting down")
+                await group.triggerGracefulShutdown()
+            }
+        }
+        defer { forwarding.cancel() }
         try await group.run()
     }
 

@@ -85,3 +85,28 @@ def test_without_notify_socket_nothing_is_sent_and_the_agent_runs():
         assert stop_agent(agent) == 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_sigterm_as_soon_as_the_sockets_exist_is_a_graceful_stop():
+    """From the moment a socket file exists (an app or systemd can reach the agent), SIGTERM is a graceful stop:
+    exit 0, socket files removed. It used to kill the agent by the signal's default action when it arrived
+    between binding and the service group's start, a window a loaded machine widens (CI saw it)."""
+    for attempt in range(10):
+        folder = tempfile.mkdtemp(prefix="pf-term-", dir="/tmp")
+        try:
+            agent = start_agent(folder, wait=False)
+            deadline = time.monotonic() + 60
+            while not os.path.exists(f"{folder}/run/app.sock"):
+                assert agent.process.poll() is None, f"preflightd exited with {agent.process.returncode}"
+                assert time.monotonic() < deadline, "no socket file within 60 s"
+                time.sleep(0.0005)
+            agent.process.send_signal(signal.SIGTERM)
+            code = agent.process.wait(timeout=60)
+            assert code == 0, f"attempt {attempt}: exit {code} (-15 is SIGTERM's default action)"
+            wait_until("the socket files to be removed",
+                       lambda: not any(os.path.exists(f"{folder}/run/{n}.sock") for n in ("app", "admin", "events")))
+        finally:
+            if agent.process.poll() is None:
+                agent.process.kill()
+                agent.process.wait()
+            shutil.rmtree(folder, ignore_errors=True)
