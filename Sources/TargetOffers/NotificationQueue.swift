@@ -254,12 +254,18 @@ public final class NotificationQueue: Sendable {
     private static let addPrefix = Array(#"{"add":"#.utf8)
 
     private static func journalLine(add notification: DisplayNotification) -> [UInt8] {
-        var line = addPrefix
+        var line: [UInt8] = []
         line.reserveCapacity(addPrefix.count + notification.encoded.count + 2)
-        line.append(contentsOf: notification.encoded)
-        line.append(UInt8(ascii: "}"))
-        line.append(0x0A)
+        appendAddLine(notification, to: &line)
         return line
+    }
+
+    /// `{"add":<the notification's Delivery item>}` and a newline.
+    private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: addPrefix)
+        bytes.append(contentsOf: notification.encoded)
+        bytes.append(UInt8(ascii: "}"))
+        bytes.append(0x0A)
     }
 
     /// `{"ack":["id",…]}` and a newline, written without a JSON tree (a batch acknowledges up to 50).
@@ -274,20 +280,19 @@ public final class NotificationQueue: Sendable {
         return writer.bytes
     }
 
-    /// `journalLine(add:)` written straight into the unwritten lines: no line of its own to allocate.
+    /// The add line written straight into the unwritten lines: no line of its own to allocate.
     private func appendAddLocked(_ state: inout State, _ notification: DisplayNotification) {
-        guard state.journal >= 0 else { return }
-        state.unwritten.append(contentsOf: Self.addPrefix)
-        state.unwritten.append(contentsOf: notification.encoded)
-        state.unwritten.append(UInt8(ascii: "}"))
-        state.unwritten.append(0x0A)
-        state.unwrittenLines += 1
-        if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
+        appendLocked(&state) { Self.appendAddLine(notification, to: &$0) }
     }
 
     private func appendLocked(_ state: inout State, _ line: [UInt8]) {
+        appendLocked(&state) { $0.append(contentsOf: line) }
+    }
+
+    /// Queues one journal line, written by `write`, for the next `write(2)` (at once past 64 KiB).
+    private func appendLocked(_ state: inout State, writing write: (inout [UInt8]) -> Void) {
         guard state.journal >= 0 else { return }
-        state.unwritten.append(contentsOf: line)
+        write(&state.unwritten)
         state.unwrittenLines += 1
         if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
     }

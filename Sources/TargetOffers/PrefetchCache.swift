@@ -73,13 +73,7 @@ public final class CachedOffer: Sendable {
         }
         let content = texts.joined()
         var writer = JSONWriter(reservingCapacity: content.utf8.count + name.utf8.count + 48)
-        writer.appendASCII("{\"name\":")
-        writer.writeString(name)
-        writer.appendASCII(",\"content\":")
-        let contentStart = writer.bytes.count
-        writer.writeString(content)
-        self.contentRange = contentStart..<writer.bytes.count
-        writer.appendASCII(",\"source\":\"cache\"}")
+        self.contentRange = writeLoadResultElement(&writer, name: name, content: content, source: "cache")
         self.loadResultElement = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
         var fragment = JSONWriter()
@@ -136,6 +130,28 @@ public final class CachedOffer: Sendable {
     func countHit() {
         hitCount.add(1, ordering: .relaxed)
     }
+}
+
+/// Appends one element of a `loadRequests` result, `{"name":…,"content":…,"source":…}`, and returns where
+/// the encoded content lies in `writer`: a cached offer's prepared element and the answers to misses are
+/// written the same way.
+@discardableResult
+func writeLoadResultElement(
+    _ writer: inout JSONWriter,
+    name: String,
+    content: String,
+    source: StaticString
+) -> Range<Int> {
+    writer.appendASCII("{\"name\":")
+    writer.writeString(name)
+    writer.appendASCII(",\"content\":")
+    let start = writer.bytes.count
+    writer.writeString(content)
+    let range = start..<writer.bytes.count
+    writer.appendASCII(",\"source\":\"")
+    writer.appendASCII(source)
+    writer.appendASCII("\"}")
+    return range
 }
 
 /// The prefetch cache: keyed by mbox name, shared by every app, bounded by a byte budget with the

@@ -199,47 +199,30 @@ public final class TargetService: Sendable {
         for (key, task) in joined {
             outcomes[key] = await task.value[key]
         }
-        var answered = pending.answered
+        var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
         var defaults: [String: Int] = [:]
-        for (index, key) in keys {
-            let request = command.requests[index]
-            var writer = JSONWriter(reservingCapacity: request.name.utf8.count + 64)
-            writer.appendASCII("{\"name\":")
-            writer.writeString(request.name)
-            writer.appendASCII(",\"content\":")
-            switch outcomes[key] ?? .failed(reason: "network") {
+        result.appendASCII("{\"contents\":[")
+        for (index, request) in command.requests.enumerated() {
+            if index > 0 { result.appendASCII(",") }
+            if let element = pending.answered[index] {
+                result.writeRaw(element)
+                continue
+            }
+            switch keys[index].flatMap({ outcomes[$0] }) ?? .failed(reason: "network") {
             case .content(let text):
-                writer.writeString(text)
-                writer.appendASCII(",\"source\":\"network\"}")
+                writeLoadResultElement(&result, name: request.name, content: text, source: "network")
                 network += 1
             case .failed(let reason):
-                writer.writeString(request.defaultContent)
-                writer.appendASCII(",\"source\":\"default\"}")
+                writeLoadResultElement(&result, name: request.name, content: request.defaultContent, source: "default")
                 defaults[reason, default: 0] += 1
             }
-            answered[index] = writer.bytes
         }
+        result.appendASCII("]}")
         counterBox.withLock { counters in
             counters.networkLoads += network
             counters.defaultsByReason.merge(defaults, uniquingKeysWith: +)
         }
-        var result = JSONWriter(reservingCapacity: answered.reduce(16) { $0 + ($1?.count ?? 0) + 1 })
-        result.appendASCII("{\"contents\":[")
-        for (index, element) in answered.enumerated() {
-            if index > 0 { result.appendASCII(",") }
-            if let element {
-                result.writeRaw(element)
-            } else {  // not reachable: every miss was answered above; still a valid reply if it were
-                let request = command.requests[index]
-                result.appendASCII("{\"name\":")
-                result.writeString(request.name)
-                result.appendASCII(",\"content\":")
-                result.writeString(request.defaultContent)
-                result.appendASCII(",\"source\":\"default\"}")
-            }
-        }
-        result.appendASCII("]}")
         return result.bytes
     }
 
