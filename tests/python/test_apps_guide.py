@@ -156,13 +156,18 @@ def test_the_guides_package_manifest_names_the_library_product_and_a_tools_versi
 # --- The programs against a real agent ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("language", LANGUAGES)
-def test_prefetch_and_load_prints_and_sends_what_the_guide_shows(env, language):
+def run_recorded(env, language, program):
+    """Runs a guide program against the agent through a recording proxy; its output lines and the proxy."""
     proxy = RecordingProxy(env.folder, env.agent.app)
     try:
-        lines = run(language, "prefetch-and-load", env.folder, write_config(env.folder, proxy.endpoint))
+        return run(language, program, env.folder, write_config(env.folder, proxy.endpoint)), proxy
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_prefetch_and_load_prints_and_sends_what_the_guide_shows(env, language):
+    lines, proxy = run_recorded(env, language, "prefetch-and-load")
     assert lines == printed("prefetch-and-load")
 
     wire = [json.loads(block("wire: prefetch")), json.loads(block("wire: loadRequests"))]
@@ -183,11 +188,7 @@ def test_prefetch_and_load_prints_and_sends_what_the_guide_shows(env, language):
 def test_preauthorize_prints_and_sends_what_the_guide_shows(env, language):
     env.login_and_wait_configured()
     calls_before = len(env.sim.requests("preauthorize"))
-    proxy = RecordingProxy(env.folder, env.agent.app)
-    try:
-        lines = run(language, "preauthorize", env.folder, write_config(env.folder, proxy.endpoint))
-    finally:
-        proxy.close()
+    lines, proxy = run_recorded(env, language, "preauthorize")
     assert lines == printed("preauthorize")
     assert [without_id(body) for body in proxy.bodies] == [without_id(json.loads(block("wire: preauthorize")))]
     assert [without_id(reply) for reply in proxy.replies] == [without_id(json.loads(block("reply: preauthorize")))]
