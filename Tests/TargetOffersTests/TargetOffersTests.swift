@@ -403,6 +403,13 @@ private let logger = Logger(label: "test")
         )
     }
 
+    /// A load that needs the network, finished: its `result` as JSON.
+    private func loadWithMisses(_ command: LoadRequestsCommand, _ target: TargetService) async throws -> JSONValue {
+        var reply = JSONWriter()
+        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
+        return try JSONReader.read(await target.completeLoad(pending))
+    }
+
     @Test func loadServesCachedContentWithoutUpstreamCall() throws {
         let transport = ScriptedTransport()
         let target = service(transport)
@@ -443,10 +450,8 @@ private let logger = Logger(label: "test")
         let target = service(transport)
         target.cache.store(offer("a", content: "A"))
         target.cache.store(offer("c", content: "C"))
-        var reply = JSONWriter()
         let command = LoadRequestsCommand(requests: ["a", "b", "c"].map { LoadRequest(name: $0, defaultContent: "d") })
-        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
-        let result = try JSONReader.read(await target.completeLoad(pending))
+        let result = try await loadWithMisses(command, target)
         #expect(
             result == [
                 "contents": [
@@ -476,9 +481,7 @@ private let logger = Logger(label: "test")
         let command = LoadRequestsCommand(requests: [
             LoadRequest(name: "a", defaultContent: "da"), LoadRequest(name: "b", defaultContent: "db"),
         ])
-        var reply = JSONWriter()
-        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
-        let result = try JSONReader.read(await target.completeLoad(pending))
+        let result = try await loadWithMisses(command, target)
         #expect(
             result == [
                 "contents": [
