@@ -14,20 +14,21 @@ import Glibc
 /// The admin commands (docs/PROTOCOL.md, "Admin commands"): what `preflightctl` shows and clears.
 /// Secrets never appear in any result.
 extension CommandDispatcher {
-    func handleAdmin(_ request: Request, arguments: ArgumentReader) throws(ProtocolError) -> Outcome {
-        switch request.command {
-        case CommandName.status:
+    /// The handlers of the admin commands; an app command (read by `AppCommand`) never reaches here.
+    func handleAdmin(_ command: Command, arguments: ArgumentReader) throws(ProtocolError) -> Outcome {
+        switch command {
+        case .status:
             return .success(statusResult())
-        case CommandName.stats:
+        case .stats:
             let result = statsResult()
             if try arguments.optionalBool("reset") == true {
                 statistics.reset()
                 target.resetCounters()
             }
             return .success(result)
-        case CommandName.offersList:
+        case .offersList:
             return .success(["offers": .array(target.cache.entries.map(offerSummary))])
-        case CommandName.offersShow:
+        case .offersShow:
             let name = try arguments.requiredString("name")
             guard let offer = target.cache.peek(name) else {
                 throw .invalidArgument("name", "no cached offer named \"\(name)\"; preflightctl offers list shows them")
@@ -44,11 +45,11 @@ extension CommandDispatcher {
                 }
             )
             return .success(.object(detail))
-        case CommandName.offersClear:
+        case .offersClear:
             return .success(["cleared": .integer(Int64(target.clearCache(name: try arguments.optionalString("name"))))])
-        case CommandName.notificationsStatus:
+        case .notificationsStatus:
             return .success(notificationsResult())
-        case CommandName.notificationsFlush:
+        case .notificationsFlush:
             let target = self.target
             return .later {
                 let confirmed = await target.flushNotifications()
@@ -61,19 +62,19 @@ extension CommandDispatcher {
                     ]
                 )
             }
-        case CommandName.configShow:
+        case .configShow:
             return .success(runtime.configuration.redactedJSON)
-        case CommandName.authList:
+        case .authList:
             return .success(pass.snapshot())
-        case CommandName.authClear:
+        case .authClear:
             let registration = try arguments.optionalBool("registration") ?? false
             let requestor = try arguments.optionalString("requestor")
             if let requestor, !runtime.configuration.pass.requestors.contains(requestor) {
                 throw .invalidArgument("requestor", "\(requestor) is not a requestor of this box (pass.requestors)")
             }
             return .success(pass.clear(requestor: requestor, registration: registration))
-        default:
-            throw .unknownCommand(request.command)
+        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize:
+            throw .internalError("\(command.wireName) has no argument reader in AppCommand")
         }
     }
 

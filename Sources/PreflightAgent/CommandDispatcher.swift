@@ -111,7 +111,7 @@ public struct CommandDispatcher: RequestHandler {
             return finish(
                 perform(fast.command, id: fast.id),
                 id: fast.id,
-                name: fast.commandName,
+                name: fast.name.wireName,
                 started: started,
                 responder
             )
@@ -124,15 +124,15 @@ public struct CommandDispatcher: RequestHandler {
             statistics.record("(unreadable)", since: started, errorCode: failure.error.code.rawValue)
             return Reply.failure(id: failure.id, error: failure.error)
         }
+        let command = Command(wireName: request.command)
         let outcome: Outcome
         do {
-            outcome = try route(request, role: role, limits: limits.commands)
+            outcome = try route(request, command, role: role, limits: limits.commands)
         } catch {
             outcome = .now(.failure(error))
         }
         // Unknown command names are counted together: an app must not grow this table without bound.
-        let name = CommandName.all.contains(request.command) ? request.command : "(unknown)"
-        return finish(outcome, id: request.id, name: name, started: started, responder)
+        return finish(outcome, id: request.id, name: command?.wireName ?? "(unknown)", started: started, responder)
     }
 
     /// The reply to send now, or nil after handing admitted work to a task that replies later.
@@ -198,17 +198,22 @@ public struct CommandDispatcher: RequestHandler {
         static func success(_ value: JSONValue) -> Outcome { .now(.success(value)) }
     }
 
-    private func route(_ request: Request, role: EndpointRole, limits: CommandLimits) throws(ProtocolError) -> Outcome {
-        if CommandName.admin.contains(request.command) {
-            guard role == .admin else {
-                throw .notPermitted("\(request.command) is an admin command; use the admin endpoint")
-            }
-            return try handleAdmin(request, arguments: ArgumentReader(request.args ?? JSONObject()))
+    /// `unknown_command` and `not_permitted` from the command table, then the command's handler.
+    private func route(
+        _ request: Request,
+        _ command: Command?,
+        role: EndpointRole,
+        limits: CommandLimits
+    ) throws(ProtocolError) -> Outcome {
+        guard let command else { throw .unknownCommand(request.command) }
+        if command.declaration.access == .adminOnly, role != .admin {
+            throw .notPermitted("\(command.wireName) is an admin command; use the admin endpoint")
         }
-        guard let command = try AppCommand.decode(request, limits: limits) else {
-            throw .unknownCommand(request.command)
+        let arguments = ArgumentReader(request.args ?? JSONObject())
+        if let app = try AppCommand.decode(command, arguments, limits: limits) {
+            return perform(app, id: request.id)
         }
-        return perform(command, id: request.id)
+        return try handleAdmin(command, arguments: arguments)
     }
 
     /// Runs an app command: at once when it can be answered here, else as work for a task.

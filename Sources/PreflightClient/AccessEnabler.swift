@@ -237,7 +237,7 @@ extension PreflightClient {
             )
         }
         let args = PassWire.preauthorizeArguments(request, requestor: requestor)
-        switch await send(CommandName.preauthorize, args: args, timeout: configuration.preauthorizeTimeout) {
+        switch await send(Command.preauthorize.wireName, args: args, timeout: configuration.preauthorizeTimeout) {
         case .success(let result):
             return try PassWire.response(from: result)
         case .failure(let error):

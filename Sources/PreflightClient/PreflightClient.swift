@@ -85,7 +85,7 @@ public final class PreflightClient: Sendable {
     ///
     /// Safe to repeat; retried as described in ``Configuration``.
     public func ping() async throws(PreflightError) -> AgentInfo {
-        let result = try await request(CommandName.ping)
+        let result = try await request(Command.ping.wireName)
         guard let version = result["version"]?.stringValue, let uptime = result["uptimeMs"]?.doubleValue else {
             throw .badReply("ping result without version and uptimeMs")
         }
@@ -99,7 +99,7 @@ public final class PreflightClient: Sendable {
     /// - Throws: ``PreflightError``: the agent's error reply (its code passes through), or why no reply came.
     public func request(_ command: String, args: JSONObject? = nil) async throws(PreflightError) -> JSONValue {
         let timeout =
-            command == CommandName.preauthorize ? configuration.preauthorizeTimeout : configuration.requestTimeout
+            command == Command.preauthorize.wireName ? configuration.preauthorizeTimeout : configuration.requestTimeout
         return try await send(command, args: args, timeout: timeout).get()
     }
 

@@ -151,7 +151,7 @@ extension PreflightClient {
         guard !requests.isEmpty else { return [] }
         let args = TargetWire.loadArguments(requests, profileParameters: profileParameters)
         let contents: [TargetContent]
-        switch await send(CommandName.loadRequests, args: args, timeout: configuration.requestTimeout) {
+        switch await send(Command.loadRequests.wireName, args: args, timeout: configuration.requestTimeout) {
         case .success(let result):
             do {
                 contents = try TargetWire.contents(from: result, for: requests)
@@ -182,8 +182,12 @@ extension PreflightClient {
     /// - Throws: ``PreflightError`` when the agent could not be reached.
     @discardableResult
     public func targetPrefetchClearCache() async throws(PreflightError) -> Int {
-        let result = try await send(CommandName.clearPrefetchCache, args: nil, timeout: configuration.requestTimeout)
-            .get()
+        let result = try await send(
+            Command.clearPrefetchCache.wireName,
+            args: nil,
+            timeout: configuration.requestTimeout
+        )
+        .get()
         guard let cleared = result["cleared"]?.doubleValue else {
             throw .badReply("clearPrefetchCache result without cleared")
         }
@@ -196,7 +200,7 @@ extension PreflightClient {
         profileParameters: [String: String]?
     ) async -> PreflightError? {
         let args = TargetWire.prefetchArguments(prefetchObjects, profileParameters: profileParameters)
-        switch await send(CommandName.prefetch, args: args, timeout: configuration.requestTimeout) {
+        switch await send(Command.prefetch.wireName, args: args, timeout: configuration.requestTimeout) {
         case .success(let result):
             return TargetWire.prefetchFailure(result)
         case .failure(let error):

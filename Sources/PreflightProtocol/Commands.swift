@@ -83,36 +83,6 @@ public struct CommandLimits: Sendable, Hashable {
     }
 }
 
-/// Command names of the wire protocol.
-public enum CommandName {
-    public static let ping = "ping"
-    public static let prefetch = "prefetch"
-    public static let loadRequests = "loadRequests"
-    public static let clearPrefetchCache = "clearPrefetchCache"
-    public static let preauthorize = "preauthorize"
-
-    public static let status = "status"
-    public static let stats = "stats"
-    public static let offersList = "offers.list"
-    public static let offersShow = "offers.show"
-    public static let offersClear = "offers.clear"
-    public static let notificationsStatus = "notifications.status"
-    public static let notificationsFlush = "notifications.flush"
-    public static let configShow = "config.show"
-    public static let authList = "auth.list"
-    public static let authClear = "auth.clear"
-
-    /// Commands any app may send.
-    public static let app: Set<String> = [ping, prefetch, loadRequests, clearPrefetchCache, preauthorize]
-    /// Commands only the admin endpoint accepts (defined in docs/PROTOCOL.md).
-    public static let admin: Set<String> = [
-        status, stats, offersList, offersShow, offersClear, notificationsStatus, notificationsFlush, configShow,
-        authList, authClear,
-    ]
-    /// Every command name: the request path looks a name up once.
-    public static let all = app.union(admin)
-}
-
 /// An app command with typed, validated arguments.
 public enum AppCommand: Sendable, Hashable {
     case ping
@@ -121,16 +91,36 @@ public enum AppCommand: Sendable, Hashable {
     case clearPrefetchCache
     case preauthorize(PreauthorizeCommand)
 
+    /// The command of the table this is.
+    public var command: Command {
+        switch self {
+        case .ping: .ping
+        case .prefetch: .prefetch
+        case .loadRequests: .loadRequests
+        case .clearPrefetchCache: .clearPrefetchCache
+        case .preauthorize: .preauthorize
+        }
+    }
+
     /// Reads an app command, or returns nil when `request.command` is not an app command.
     public static func decode(_ request: Request, limits: CommandLimits) throws(ProtocolError) -> AppCommand? {
-        let args = ArgumentReader(request.args ?? JSONObject())
-        switch request.command {
-        case CommandName.ping: return .ping
-        case CommandName.clearPrefetchCache: return .clearPrefetchCache
-        case CommandName.prefetch: return .prefetch(try PrefetchCommand.decode(args, maxMboxes: limits.maxMboxes))
-        case CommandName.loadRequests:
-            return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
-        case CommandName.preauthorize:
+        guard let command = Command(wireName: request.command) else { return nil }
+        return try decode(command, ArgumentReader(request.args ?? JSONObject()), limits: limits)
+    }
+
+    /// Reads the arguments of `command`, or returns nil when it is not an app command (an admin
+    /// command's handler reads its own).
+    public static func decode(
+        _ command: Command,
+        _ args: ArgumentReader,
+        limits: CommandLimits
+    ) throws(ProtocolError) -> AppCommand? {
+        switch command {
+        case .ping: return .ping
+        case .clearPrefetchCache: return .clearPrefetchCache
+        case .prefetch: return .prefetch(try PrefetchCommand.decode(args, maxMboxes: limits.maxMboxes))
+        case .loadRequests: return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
+        case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
         default: return nil
         }

@@ -21,16 +21,8 @@ public struct FastRequest: Sendable, Hashable {
         self.command = command
     }
 
-    /// The wire name of `command`.
-    public var commandName: String {
-        switch command {
-        case .ping: CommandName.ping
-        case .loadRequests: CommandName.loadRequests
-        case .preauthorize: CommandName.preauthorize
-        case .prefetch: CommandName.prefetch
-        case .clearPrefetchCache: CommandName.clearPrefetchCache
-        }
-    }
+    /// The command of the table this is.
+    public var name: Command { command.command }
 
     /// Reads a plain, valid `ping`, `loadRequests` or `preauthorize`; nil means "use the general path".
     public static func read(_ body: [UInt8], limits: CommandLimits, maxBodyBytes: Int) -> FastRequest? {
@@ -56,10 +48,6 @@ struct FastScanner {
 
     // MARK: the envelope
 
-    private enum Command {
-        case ping, loadRequests, preauthorize
-    }
-
     mutating func request() -> FastRequest? {
         var sawVersion = false
         var id: String?
@@ -74,16 +62,10 @@ struct FastScanner {
                 guard id == nil, let text = scanner.string(), (1...128).contains(text.utf8.count) else { return false }
                 id = text
             } else if scanner.matches(key, "cmd") {
-                guard command == nil, let name = scanner.rawString() else { return false }
-                if scanner.matches(name, "ping") {
-                    command = .ping
-                } else if scanner.matches(name, "loadRequests") {
-                    command = .loadRequests
-                } else if scanner.matches(name, "preauthorize") {
-                    command = .preauthorize
-                } else {
-                    return false
-                }
+                guard command == nil, let name = scanner.rawString(),
+                    let known = Command.oneShot.first(where: { scanner.matches(name, $0.name) })
+                else { return false }
+                command = known.command
             } else if scanner.matches(key, "args") {
                 // The arguments' shape depends on the command: apps send `cmd` first.
                 guard !sawArgs, let known = command else { return false }
@@ -98,6 +80,8 @@ struct FastScanner {
                 case .preauthorize:
                     guard let arguments = scanner.preauthorizeArguments() else { return false }
                     parsed = .preauthorize(arguments)
+                default:
+                    return false  // declared .oneShot without a reader here: the general path reads it
                 }
             } else {
                 return false
@@ -377,6 +361,16 @@ struct FastScanner {
             }
         }
         return nil
+    }
+
+    private func matches(_ range: Range<Int>, _ expected: [UInt8]) -> Bool {
+        guard range.count == expected.count else { return false }
+        var offset = 0
+        while offset < expected.count {
+            if bytes[range.lowerBound + offset] != expected[offset] { return false }
+            offset += 1
+        }
+        return true
     }
 
     private func matches(_ range: Range<Int>, _ literal: StaticString) -> Bool {

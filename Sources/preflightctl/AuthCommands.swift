@@ -18,7 +18,7 @@ struct AuthList: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.authList)
+        let result = try options.call(Command.authList.wireName)
         if options.json {
             printJSON(result)
             return
@@ -103,7 +103,7 @@ struct AuthClear: AgentCommand {
         var args = JSONObject()
         if let requestor { args["requestor"] = .string(requestor) }
         if registration { args["registration"] = .bool(true) }
-        let result = try options.call(CommandName.authClear, args: args.isEmpty ? nil : args)
+        let result = try options.call(Command.authClear.wireName, args: args.isEmpty ? nil : args)
         if options.json {
             printJSON(result)
             return
@@ -161,7 +161,7 @@ struct AuthPreauthorize: AgentCommand {
         if noRemoteCache { disabled.append(.string(PreauthorizeFeature.remoteCache.rawValue)) }
         if !disabled.isEmpty { args["disabledFeatures"] = .array(disabled) }
         let result = try options.call(
-            CommandName.preauthorize,
+            Command.preauthorize.wireName,
             args: args,
             endpoint: options.appEndpoint(override: app.appEndpoint)
         )

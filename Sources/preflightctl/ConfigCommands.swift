@@ -20,7 +20,7 @@ struct ConfigShow: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.configShow)
+        let result = try options.call(Command.configShow.wireName)
         if options.json {
             printJSON(result)
         } else {

@@ -19,7 +19,7 @@ struct NotificationsStatus: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.notificationsStatus)
+        let result = try options.call(Command.notificationsStatus.wireName)
         if options.json {
             printJSON(result)
             return
@@ -51,7 +51,7 @@ struct NotificationsFlush: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.notificationsFlush)
+        let result = try options.call(Command.notificationsFlush.wireName)
         if options.json {
             printJSON(result)
             return

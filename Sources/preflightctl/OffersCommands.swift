@@ -19,7 +19,7 @@ struct OffersList: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.offersList)
+        let result = try options.call(Command.offersList.wireName)
         if options.json {
             printJSON(result)
             return
@@ -59,7 +59,7 @@ struct OffersShow: AgentCommand {
     var name: String
 
     func run() throws {
-        let result = try options.call(CommandName.offersShow, args: ["name": .string(name)])
+        let result = try options.call(Command.offersShow.wireName, args: ["name": .string(name)])
         if options.json {
             printJSON(result)
             return
@@ -100,7 +100,7 @@ struct OffersClear: AgentCommand {
     var name: String?
 
     func run() throws {
-        let result = try options.call(CommandName.offersClear, args: name.map { ["name": .string($0)] })
+        let result = try options.call(Command.offersClear.wireName, args: name.map { ["name": .string($0)] })
         if options.json {
             printJSON(result)
             return
@@ -169,7 +169,7 @@ struct OffersPrefetch: AgentCommand {
         let mboxes = names.map { JSONValue.object(parameters.decorate(["name": .string($0)])) }
         let args = parameters.decorateArguments(["mboxes": .array(mboxes)])
         let result = try options.call(
-            CommandName.prefetch,
+            Command.prefetch.wireName,
             args: args,
             endpoint: options.appEndpoint(override: app.appEndpoint)
         )
@@ -230,7 +230,7 @@ struct OffersLoad: AgentCommand {
             JSONValue.object(parameters.decorate(["name": .string($0), "defaultContent": .string(defaultContent)]))
         }
         let result = try options.call(
-            CommandName.loadRequests,
+            Command.loadRequests.wireName,
             args: parameters.decorateArguments(["requests": .array(requests)]),
             endpoint: options.appEndpoint(override: app.appEndpoint)
         )
@@ -277,7 +277,7 @@ func cachedOfferNames(_ words: [String], _ index: Int, _ prefix: String) -> [Str
     where ["--config", "--endpoint"].contains(word) && position + 1 < words.count && position + 1 != index {
         arguments += [word, words[position + 1]]
     }
-    guard let options = try? GlobalOptions.parse(arguments), let result = try? options.call(CommandName.offersList)
+    guard let options = try? GlobalOptions.parse(arguments), let result = try? options.call(Command.offersList.wireName)
     else { return [] }
     return (result["offers"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }.filter {
         $0.hasPrefix(prefix)

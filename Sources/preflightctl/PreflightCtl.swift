@@ -47,7 +47,7 @@ struct PreflightCtl: ParsableCommand {
         version: preflightVersion,
         subcommands: [
             Status.self, Ping.self, Stats.self, Offers.self, Auth.self, Notifications.self, Watch.self,
-            ConfigCommand.self,
+            ConfigCommand.self, Call.self,
         ]
     )
 

@@ -9,7 +9,7 @@ struct Ping: AgentCommand {
 
     func run() throws {
         let started = ContinuousClock.now
-        let result = try options.call(CommandName.ping)
+        let result = try options.call(Command.ping.wireName)
         let elapsed = ContinuousClock.now - started
         if options.json {
             printJSON(result)
@@ -30,7 +30,7 @@ struct Status: AgentCommand {
     @OptionGroup var local: GlobalOptions
 
     func run() throws {
-        let result = try options.call(CommandName.status)
+        let result = try options.call(Command.status.wireName)
         if options.json {
             printJSON(result)
             return
@@ -151,7 +151,7 @@ struct Stats: AgentCommand {
     var reset = false
 
     func run() throws {
-        let result = try options.call(CommandName.stats, args: reset ? ["reset": true] : nil)
+        let result = try options.call(Command.stats.wireName, args: reset ? ["reset": true] : nil)
         if options.json {
             printJSON(result)
             return

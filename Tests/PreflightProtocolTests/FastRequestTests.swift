@@ -45,7 +45,7 @@ import Testing
     @Test func readsTheSeedLoadIntoTypedRequests() throws {
         let read = try #require(fast(Self.plainBodies[2]))
         #expect(read.id == "5")
-        #expect(read.commandName == "loadRequests")
+        #expect(read.name.wireName == "loadRequests")
         guard case .loadRequests(let command) = read.command else {
             Issue.record("not a loadRequests: \(read.command)")
             return

@@ -210,6 +210,12 @@ def test_json_output_is_the_agents_result(target_env):
     assert set(ctl.json("notifications", "flush")) == {"confirmed", "queued", "lastError"}
     shown = ctl.json("config", "show")
     assert shown["pass"]["softwareStatement"] == f"(redacted, {len(TEST_SOFTWARE_STATEMENT)} characters)"
+    # `call` sends any command of the table with JSON arguments and prints the agent's result.
+    assert json.loads(ctl("call", "offers.show", '{"name": "buttonColor"}').stdout)["name"] == "buttonColor"
+    assert json.loads(ctl("call", "ping").stdout)["version"]
+    # Its completion lists the command table's wire names.
+    script = run_ctl("--generate-completion-script", "bash").stdout
+    assert all(name in script for name in ("offers.show", "notifications.flush", "loadRequests", "auth.clear"))
     assert ctl.json("offers", "clear", "logo") == {"cleared": 1}
     assert ctl.json("offers", "clear") == {"cleared": 1}
     assert ctl.json("stats", "--reset")["commands"]
@@ -223,6 +229,8 @@ def test_exit_codes_and_messages(target_env):
     ctl("ping")  # 0
     missing = ctl("offers", "show", "nope", code=1)
     assert "invalid_argument" in missing.stderr and "nope" in missing.stderr
+    called = ctl("call", "offers.show", '{"name": "nope"}', code=1)
+    assert "invalid_argument" in called.stderr and "nope" in called.stderr
     for args in (
         ["offers", "list", "--bogus"],
         ["no-such-command"],
@@ -231,6 +239,9 @@ def test_exit_codes_and_messages(target_env):
         ["offers", "load", "logo"],  # --default is required
         ["offers", "prefetch"],
         ["watch", "--count", "0"],
+        ["call", "no.such.command"],
+        ["call", "offers.show", "not json"],
+        ["call", "offers.show", "[1]"],
     ):
         assert ctl(*args, code=2).stderr, args
     # Admin commands on the app endpoint are refused by the agent: not permitted.
@@ -427,7 +438,7 @@ def test_no_secret_in_any_output(target_env):
 def test_help_and_completion_scripts():
     help_text = run_ctl("--help")
     assert help_text.returncode == 0
-    for command in ("status", "stats", "offers", "auth", "notifications", "watch", "config"):
+    for command in ("status", "stats", "offers", "auth", "notifications", "watch", "config", "call"):
         assert re.search(rf"^  {command} ", help_text.stdout, re.M), command
     for shell in ("bash", "zsh", "fish"):
         script = run_ctl("--generate-completion-script", shell)

@@ -1,0 +1,131 @@
+/// Every command of the wire protocol, declared once: its wire name (the raw value) and, in
+/// ``declaration``, which endpoints take it, whether the one-pass reader reads it, and the line
+/// docs/PROTOCOL.md's command table shows for it.
+///
+/// Everything else comes from here: the agent's dispatch (`unknown_command` for a name not in this
+/// table, `not_permitted` for an admin command on the app endpoint), `FastRequest`'s command names,
+/// the client library's and `preflightctl`'s calls, `preflightctl call`'s completion list, and the
+/// doc's table (a test compares the two). The agent's handler for each command is a `switch` over this
+/// type, so the compiler refuses a command without one.
+///
+/// To add a command: a `case` here with its declaration below, then its handler in the agent
+/// (docs/ARCHITECTURE.md, "Adding a command").
+public enum Command: String, CaseIterable, Sendable, Hashable {
+    case ping
+    case prefetch
+    case loadRequests
+    case clearPrefetchCache
+    case preauthorize
+    case status
+    case stats
+    case offersList = "offers.list"
+    case offersShow = "offers.show"
+    case offersClear = "offers.clear"
+    case notificationsStatus = "notifications.status"
+    case notificationsFlush = "notifications.flush"
+    case configShow = "config.show"
+    case authList = "auth.list"
+    case authClear = "auth.clear"
+
+    /// What the table says about this command besides its name and handler.
+    public var declaration: CommandDeclaration {
+        switch self {
+        case .ping:
+            CommandDeclaration(.anyEndpoint, reader: .oneShot, "the agent's version and uptime")
+        case .prefetch:
+            CommandDeclaration(.anyEndpoint, "fetches mboxes from Target into the cache (targetPrefetchContent)")
+        case .loadRequests:
+            CommandDeclaration(
+                .anyEndpoint,
+                reader: .oneShot,
+                "offers from the cache, else Target, else the default content"
+            )
+        case .clearPrefetchCache:
+            CommandDeclaration(.anyEndpoint, "empties the prefetch cache (targetPrefetchClearCache)")
+        case .preauthorize:
+            CommandDeclaration(
+                .anyEndpoint,
+                reader: .oneShot,
+                "one Adobe Pass decision per resource (AccessEnabler preauthorize)"
+            )
+        case .status:
+            CommandDeclaration(.adminOnly, "agent, upstream health, cache, visitor and queue on one screen")
+        case .stats:
+            CommandDeclaration(.adminOnly, "latency per command and upstream, hit ratio; `reset` after reading")
+        case .offersList:
+            CommandDeclaration(.adminOnly, "the cached offers, most recently used first")
+        case .offersShow:
+            CommandDeclaration(.adminOnly, "one cached offer with its content, state and options")
+        case .offersClear:
+            CommandDeclaration(.adminOnly, "drops one cached offer, or all")
+        case .notificationsStatus:
+            CommandDeclaration(.adminOnly, "the display-notification queue")
+        case .notificationsFlush:
+            CommandDeclaration(.adminOnly, "sends the queued notifications now, ignoring the backoff")
+        case .configShow:
+            CommandDeclaration(.adminOnly, "the effective configuration, secrets redacted")
+        case .authList:
+            CommandDeclaration(.adminOnly, "registration, token, and per requestor configuration, session, decisions")
+        case .authClear:
+            CommandDeclaration(.adminOnly, "drops profiles and cached decisions; the registration on request")
+        }
+    }
+
+    /// The command a wire name names, or nil: one hash lookup.
+    public init?(wireName: String) {
+        guard let command = Self.byWireName[wireName] else { return nil }
+        self = command
+    }
+
+    /// The name on the wire (`cmd`).
+    public var wireName: String { rawValue }
+
+    private static let byWireName = [String: Command](uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+}
+
+/// Which endpoints take a command.
+public enum CommandAccess: Sendable, Hashable {
+    /// The app endpoint and the admin endpoint.
+    case anyEndpoint
+    /// The admin endpoint only; on the app endpoint the command gets `not_permitted`.
+    case adminOnly
+}
+
+/// How a command's arguments are read.
+public enum CommandReader: Sendable, Hashable {
+    /// The general path: `Request.decode`, then the command's argument reader.
+    case general
+    /// `FastRequest` reads the plain shape in one pass; anything else falls back to the general path.
+    case oneShot
+}
+
+/// A command's row of the table.
+public struct CommandDeclaration: Sendable, Hashable {
+    public var access: CommandAccess
+    public var reader: CommandReader
+    /// One line for docs/PROTOCOL.md's command table.
+    public var summary: String
+
+    init(_ access: CommandAccess, reader: CommandReader = .general, _ summary: String) {
+        self.access = access
+        self.reader = reader
+        self.summary = summary
+    }
+}
+
+extension Command {
+    /// The commands `FastRequest` reads in one pass, with their names' bytes, for matching without a String.
+    static let oneShot: [(command: Command, name: [UInt8])] = allCases.filter {
+        $0.declaration.reader == .oneShot
+    }.map { ($0, Array($0.rawValue.utf8)) }
+
+    /// docs/PROTOCOL.md's command table, as the doc shows it: one row per command.
+    public static var markdownTable: String {
+        var lines = ["| command | endpoints | what it does |", "|---|---|---|"]
+        for command in allCases {
+            let endpoints = command.declaration.access == .adminOnly ? "admin" : "app, admin"
+            lines.append("| `\(command.rawValue)` | \(endpoints) | \(command.declaration.summary) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,68 @@
+import PreflightProtocol
+import Testing
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The command table is the one place a command is declared: these pin what is derived from it.
+@Suite struct CommandTableTests {
+    /// docs/PROTOCOL.md's "Commands" table is the table's own rendering, row for row.
+    @Test func protocolDocListsEveryCommandAsTheTableDeclaresIt() throws {
+        let doc = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/PROTOCOL.md")
+        let text = String(decoding: try Data(contentsOf: doc), as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let header = try #require(lines.firstIndex(of: "| command | endpoints | what it does |"))
+        let rows = lines[header...].prefix { $0.hasPrefix("|") }.joined(separator: "\n")
+        #expect(rows == Command.markdownTable, "regenerate the table from Command.markdownTable")
+    }
+
+    @Test func everyWireNameNamesItsCommandAndNothingElseDoes() {
+        for command in Command.allCases {
+            #expect(Command(wireName: command.wireName) == command)
+        }
+        #expect(Command(wireName: "Ping") == nil)
+        #expect(Command(wireName: "offers") == nil)
+        #expect(Command(wireName: "") == nil)
+    }
+
+    /// An app command without an argument reader would reach the admin handlers: every command an app
+    /// may send must read into an `AppCommand` that says it is that command.
+    @Test(arguments: Command.allCases.filter { $0.declaration.access == .anyEndpoint })
+    func everyAppCommandHasAnArgumentReader(command: Command) throws {
+        let valid: JSONObject =
+            switch command {
+            case .prefetch: ["mboxes": [["name": "logo"]]]
+            case .loadRequests: ["requests": [["name": "logo", "defaultContent": "d"]]]
+            case .preauthorize: ["requestor": "r", "resources": ["a"]]
+            default: [:]
+            }
+        let read = try AppCommand.decode(command, ArgumentReader(valid), limits: CommandLimits())
+        #expect(read?.command == command)
+    }
+
+    @Test func adminCommandsAreNotAppCommands() throws {
+        for command in Command.allCases where command.declaration.access == .adminOnly {
+            #expect(try AppCommand.decode(command, ArgumentReader(JSONObject()), limits: CommandLimits()) == nil)
+        }
+    }
+
+    /// Every command the one-pass reader is declared for is read by it, and what it reads is that command.
+    @Test func oneShotCommandsAreReadByTheOnePassReader() {
+        let bodies: [Command: String] = [
+            .ping: #"{"v":1,"id":"1","cmd":"ping"}"#,
+            .loadRequests:
+                #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"a","defaultContent":"d"}]}}"#,
+            .preauthorize: #"{"v":1,"id":"1","cmd":"preauthorize","args":{"requestor":"r","resources":["a"]}}"#,
+        ]
+        for command in Command.allCases where command.declaration.reader == .oneShot {
+            let body = bodies[command].map { Array($0.utf8) } ?? []
+            let read = FastRequest.read(body, limits: CommandLimits(), maxBodyBytes: 1 << 20)
+            #expect(read?.name == command, "no one-pass body for \(command.wireName), or not read")
+        }
+    }
+}
