@@ -117,8 +117,11 @@ public struct PassConfiguration: Sendable, Equatable {
     /// Request pacing. `pass.pacing.interval` (seconds), `pass.pacing.burst`.
     public var pacing: PassPacing
 
+    /// Adobe Pass's production address, when no server is configured.
+    public static let defaultServerURL = "https://sp.auth.adobe.com"
+
     public init(
-        serverURL: String = "https://sp.auth.adobe.com",
+        serverURL: String = PassConfiguration.defaultServerURL,
         softwareStatement: String = "",
         requestors: [String] = [],
         redirectURI: String = "https://preflight.invalid/pass/callback",

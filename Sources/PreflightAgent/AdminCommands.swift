@@ -70,7 +70,10 @@ extension CommandDispatcher {
             let registration = try arguments.optionalBool("registration") ?? false
             let requestor = try arguments.optionalString("requestor")
             if let requestor, !runtime.configuration.pass.requestors.contains(requestor) {
-                throw .invalidArgument("requestor", "\(requestor) is not a requestor of this box (pass.requestors)")
+                throw .invalidArgument(
+                    "requestor",
+                    "\(requestor) is not a requestor of this box (\(AgentConfiguration.path(of: \.pass.requestors)))"
+                )
             }
             return .success(pass.clear(requestor: requestor, registration: registration))
         case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize:

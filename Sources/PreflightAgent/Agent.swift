@@ -225,41 +225,13 @@ public final class Agent: Service {
         for warning in loaded.warnings {
             logger.warning("configuration: \(warning)", metadata: ["file": "\(path)"])
         }
-        let running = runtime.configuration
-        var next = loaded.configuration
-        let fixed: [(String, String, String)] = [
-            ("agent.appEndpoint", running.agent.appEndpoint, next.agent.appEndpoint),
-            ("agent.adminEndpoint", running.agent.adminEndpoint, next.agent.adminEndpoint),
-            ("agent.eventsEndpoint", running.agent.eventsEndpoint, next.agent.eventsEndpoint),
-            ("agent.stateDirectory", running.agent.stateDirectory, next.agent.stateDirectory),
-            (
-                "agent.allowedAdminGroups", running.agent.allowedAdminGroups.joined(separator: ","),
-                next.agent.allowedAdminGroups.joined(separator: ",")
-            ),
-            // Applied once, when the logger, the socket files and the queue are made.
-            ("agent.logLevel", running.agent.logLevel, next.agent.logLevel),
-            ("agent.appSocketGroup", running.agent.appSocketGroup ?? "", next.agent.appSocketGroup ?? ""),
-            ("agent.adminSocketGroup", running.agent.adminSocketGroup ?? "", next.agent.adminSocketGroup ?? ""),
-            (
-                "target.notificationQueueCapacity", "\(running.target.notificationQueueCapacity)",
-                "\(next.target.notificationQueueCapacity)"
-            ),
-        ]
-        for (key, old, new) in fixed where old != new {
+        let (next, refused) = AgentConfiguration.reloaded(loaded.configuration, running: runtime.configuration)
+        for change in refused {
             logger.warning(
-                "\(key) changed; that needs a restart (systemctl restart preflightd), keeping \(old)",
-                metadata: ["requested": "\(new)"]
+                "\(change.key.path) changed; that needs a restart (systemctl restart preflightd), keeping \(JSONWriter.string(change.running))",
+                metadata: ["requested": "\(JSONWriter.string(change.requested))"]
             )
         }
-        next.agent.appEndpoint = running.agent.appEndpoint
-        next.agent.adminEndpoint = running.agent.adminEndpoint
-        next.agent.eventsEndpoint = running.agent.eventsEndpoint
-        next.agent.stateDirectory = running.agent.stateDirectory
-        next.agent.allowedAdminGroups = running.agent.allowedAdminGroups
-        next.agent.logLevel = running.agent.logLevel
-        next.agent.appSocketGroup = running.agent.appSocketGroup
-        next.agent.adminSocketGroup = running.agent.adminSocketGroup
-        next.target.notificationQueueCapacity = running.target.notificationQueueCapacity
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
         pass.update(configuration: next.pass.serviceConfiguration)

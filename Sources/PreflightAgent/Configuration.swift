@@ -70,7 +70,7 @@ public struct AgentConfiguration: Sendable, Equatable {
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
-            serverURL ?? "https://\(clientCode).tt.omtrdc.net"
+            serverURL ?? TargetConfiguration.defaultServerURL(clientCode: clientCode)
         }
     }
 
@@ -102,7 +102,7 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var pacingBurst = 10
 
         public var effectiveServerURL: String {
-            serverURL ?? "https://sp.auth.adobe.com"
+            serverURL ?? PassConfiguration.defaultServerURL
         }
     }
 
@@ -193,84 +193,26 @@ extension AgentConfiguration {
         guard case .object(let root) = value else {
             throw ConfigurationError(key: "", message: "the configuration must be a JSON object")
         }
-        var reader = ConfigurationReader()
         var configuration = AgentConfiguration()
-        try reader.section(root, "agent") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
-            try section.endpoint("appEndpoint", into: &configuration.agent.appEndpoint)
-            try section.endpoint("adminEndpoint", into: &configuration.agent.adminEndpoint)
-            try section.endpoint("eventsEndpoint", into: &configuration.agent.eventsEndpoint)
-            try section.path("stateDirectory", into: &configuration.agent.stateDirectory)
-            try section.integer("maxBodyBytes", into: &configuration.agent.maxBodyBytes, in: 1024...(64 << 20))
-            try section.integer("maxMboxesPerCommand", into: &configuration.agent.maxMboxesPerCommand, in: 1...10_000)
-            try section.integer(
-                "maxResourcesPerCommand",
-                into: &configuration.agent.maxResourcesPerCommand,
-                in: 1...10_000
-            )
-            try section.integer("maxInFlight", into: &configuration.agent.maxInFlight, in: 1...100_000)
-            try section.integer("maxInFlightPerPeer", into: &configuration.agent.maxInFlightPerPeer, in: 1...100_000)
-            try section.optionalString("appSocketGroup", into: &configuration.agent.appSocketGroup)
-            try section.optionalString("adminSocketGroup", into: &configuration.agent.adminSocketGroup)
-            try section.stringArray("allowedAdminGroups", into: &configuration.agent.allowedAdminGroups)
-            try section.oneOf(
-                "logLevel",
-                ["trace", "debug", "info", "notice", "warning", "error", "critical"],
-                into: &configuration.agent.logLevel
-            )
+        var warnings: [String] = []
+        for section in ConfigurationSection.allCases {
+            guard let value = root[section.rawValue] else { continue }
+            guard case .object(let object) = value else {
+                throw ConfigurationError(key: section.rawValue, message: "must be an object, got \(value.typeName)")
+            }
+            let keys = Self.keys.filter { $0.section == section }
+            for key in keys {
+                if let member = object[key.name] { try key.read(member, into: &configuration) }
+            }
+            for member in object.keys where !keys.contains(where: { $0.name == member }) {
+                warnings.append("unknown key \(section.rawValue).\(member) (ignored)")
+            }
         }
-        try reader.section(root, "target") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
-            try section.string("clientCode", into: &configuration.target.clientCode)
-            try section.url("serverURL", into: &configuration.target.serverURL)
-            try section.integer("environmentId", into: &configuration.target.environmentId, in: 0...Int64.max)
-            try section.string("propertyToken", into: &configuration.target.propertyToken)
-            try section.seconds("timeout", into: &configuration.target.timeout, in: 0.1...300)
-            try section.seconds("sessionTimeout", into: &configuration.target.sessionTimeout, in: 1...86_400)
-            try section.integer("cacheBudgetBytes", into: &configuration.target.cacheBudgetBytes, in: 4096...(1 << 32))
-            try section.integer(
-                "notificationBatchSize",
-                into: &configuration.target.notificationBatchSize,
-                in: 1...1000
-            )
-            try section.seconds(
-                "notificationBatchAge",
-                into: &configuration.target.notificationBatchAge,
-                in: 0.05...3600
-            )
-            try section.integer(
-                "notificationQueueCapacity",
-                into: &configuration.target.notificationQueueCapacity,
-                in: 100...1_000_000
-            )
-            try section.string("userAgent", into: &configuration.target.userAgent)
-            try section.oneOf("platformType", ["android", "ios"], into: &configuration.target.platformType)
-        }
-        try reader.section(root, "pass") { (section: inout ConfigurationReader.Section) throws(ConfigurationError) in
-            try section.url("serverURL", into: &configuration.pass.serverURL)
-            try section.string("softwareStatement", into: &configuration.pass.softwareStatement)
-            try section.stringArray("requestors", into: &configuration.pass.requestors)
-            try section.string("redirectURI", into: &configuration.pass.redirectURI)
-            try section.optionalString("deviceIdentifier", into: &configuration.pass.deviceIdentifier)
-            try section.string("deviceModel", into: &configuration.pass.deviceModel)
-            try section.optionalString("deviceMake", into: &configuration.pass.deviceMake)
-            try section.string("deviceVersion", into: &configuration.pass.deviceVersion)
-            try section.optionalString("deviceOSVersion", into: &configuration.pass.deviceOSVersion)
-            try section.oneOf(
-                "connectionType",
-                ["LAN", "WLAN", "WiFi", "Cellular", "Ethernet"],
-                into: &configuration.pass.connectionType
-            )
-            try section.integer("maxResourcesPerRequest", into: &configuration.pass.maxResourcesPerRequest, in: 1...100)
-            try section.seconds("decisionTTL", into: &configuration.pass.decisionTTL, in: 1...86_400)
-            try section.seconds("timeout", into: &configuration.pass.timeout, in: 0.1...300)
-            try section.seconds("answerDeadline", into: &configuration.pass.answerDeadline, in: 0.5...600)
-            try section.seconds("pacingInterval", into: &configuration.pass.pacingInterval, in: 0.05...60)
-            try section.integer("pacingBurst", into: &configuration.pass.pacingBurst, in: 1...100)
-        }
-        for key in root.keys where !["agent", "target", "pass"].contains(key) {
-            reader.warnings.append("unknown key \(key) (ignored)")
+        for key in root.keys where ConfigurationSection(rawValue: key) == nil {
+            warnings.append("unknown key \(key) (ignored)")
         }
         try configuration.checkConsistency()
-        return LoadedConfiguration(configuration: configuration, warnings: reader.warnings, path: nil)
+        return LoadedConfiguration(configuration: configuration, warnings: warnings, path: nil)
     }
 
     private func checkConsistency() throws(ConfigurationError) {
@@ -279,223 +221,58 @@ extension AgentConfiguration {
             throw ConfigurationError(key: "agent", message: "appEndpoint, adminEndpoint and eventsEndpoint must differ")
         }
         if target.serverURL == nil && target.clientCode.isEmpty {
-            throw ConfigurationError(key: "target.clientCode", message: "required unless target.serverURL is set")
-        }
-    }
-}
-
-/// Walks configuration JSON with a known set of keys per section.
-struct ConfigurationReader {
-    var warnings: [String] = []
-
-    struct Section {
-        let name: String
-        let object: JSONObject
-        var known: [String] = []
-
-        private func key(_ member: String) -> String { "\(name).\(member)" }
-
-        private mutating func value(_ member: String) -> JSONValue? {
-            known.append(member)
-            return object[member]
-        }
-
-        mutating func string(_ member: String, into target: inout String) throws(ConfigurationError) {
-            guard let value = value(member) else { return }
-            guard case .string(let text) = value else {
-                throw ConfigurationError(key: key(member), message: "must be a string, got \(value.typeName)")
-            }
-            target = text
-        }
-
-        mutating func optionalString(_ member: String, into target: inout String?) throws(ConfigurationError) {
-            guard let value = value(member) else { return }
-            switch value {
-            case .null: target = nil
-            case .string(let text) where !text.isEmpty: target = text
-            default:
-                throw ConfigurationError(key: key(member), message: "must be a non-empty string, got \(value.typeName)")
-            }
-        }
-
-        mutating func stringArray(_ member: String, into target: inout [String]) throws(ConfigurationError) {
-            guard let value = value(member) else { return }
-            guard case .array(let elements) = value else {
-                throw ConfigurationError(
-                    key: key(member),
-                    message: "must be an array of strings, got \(value.typeName)"
-                )
-            }
-            var strings: [String] = []
-            for (index, element) in elements.enumerated() {
-                guard case .string(let text) = element, !text.isEmpty else {
-                    throw ConfigurationError(key: "\(key(member))[\(index)]", message: "must be a non-empty string")
-                }
-                strings.append(text)
-            }
-            target = strings
-        }
-
-        mutating func oneOf(_ member: String, _ allowed: [String], into target: inout String) throws(ConfigurationError)
-        {
-            var text = target
-            try string(member, into: &text)
-            guard allowed.contains(text) else {
-                throw ConfigurationError(
-                    key: key(member),
-                    message: "must be one of \(allowed.joined(separator: ", ")); got \"\(text)\""
-                )
-            }
-            target = text
-        }
-
-        mutating func endpoint(_ member: String, into target: inout String) throws(ConfigurationError) {
-            var text = target
-            try string(member, into: &text)
-            let schemes = ["ipc://", "tcp://", "inproc://"]
-            guard schemes.contains(where: { text.hasPrefix($0) }), !schemes.contains(text) else {
-                throw ConfigurationError(
-                    key: key(member),
-                    message: "must be a ZeroMQ endpoint such as ipc:///run/preflight/app.sock; got \"\(text)\""
-                )
-            }
-            target = text
-        }
-
-        mutating func path(_ member: String, into target: inout String) throws(ConfigurationError) {
-            var text = target
-            try string(member, into: &text)
-            guard !text.isEmpty, !text.contains("\u{0}") else {
-                throw ConfigurationError(key: key(member), message: "must be a folder path")
-            }
-            target = text
-        }
-
-        mutating func url(_ member: String, into target: inout String?) throws(ConfigurationError) {
-            guard let value = value(member) else { return }
-            if case .null = value {
-                target = nil
-                return
-            }
-            guard case .string(let text) = value else {
-                throw ConfigurationError(key: key(member), message: "must be a string, got \(value.typeName)")
-            }
-            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
-                url.host != nil
-            else {
-                throw ConfigurationError(key: key(member), message: "must be an http or https URL; got \"\(text)\"")
-            }
-            target = text.hasSuffix("/") ? String(text.dropLast()) : text
-        }
-
-        mutating func integer<Number: FixedWidthInteger>(
-            _ member: String,
-            into target: inout Number,
-            in range: ClosedRange<Number>
-        ) throws(ConfigurationError) {
-            guard let value = value(member) else { return }
-            guard case .integer(let number) = value, let converted = Number(exactly: number), range.contains(converted)
-            else {
-                throw ConfigurationError(
-                    key: key(member),
-                    message:
-                        "must be an integer from \(range.lowerBound) to \(range.upperBound); got \(JSONWriter.string(value))"
-                )
-            }
-            target = converted
-        }
-
-        mutating func seconds(
-            _ member: String,
-            into target: inout Double,
-            in range: ClosedRange<Double>
-        )
-            throws(ConfigurationError)
-        {
-            guard let value = value(member) else { return }
-            guard let number = value.doubleValue, range.contains(number) else {
-                throw ConfigurationError(
-                    key: key(member),
-                    message: "must be a number of seconds from \(range.lowerBound) to \(range.upperBound); "
-                        + "got \(JSONWriter.string(value))"
-                )
-            }
-            target = number
-        }
-    }
-
-    mutating func section(
-        _ root: JSONObject,
-        _ name: String,
-        _ body: (inout Section) throws(ConfigurationError) -> Void
-    ) throws(ConfigurationError) {
-        guard let value = root[name] else { return }
-        guard case .object(let object) = value else {
-            throw ConfigurationError(key: name, message: "must be an object, got \(value.typeName)")
-        }
-        var section = Section(name: name, object: object)
-        try body(&section)
-        for key in object.keys where !section.known.contains(key) {
-            warnings.append("unknown key \(name).\(key) (ignored)")
+            throw ConfigurationError(
+                key: Self.path(of: \.target.clientCode),
+                message: "required unless \(Self.path(of: \.target.serverURL)) is set"
+            )
         }
     }
 }
 
 extension AgentConfiguration {
-    /// The effective configuration as JSON, secrets replaced by a note of their length.
+    /// The effective configuration as JSON, every key of the table in its order, secrets redacted.
     public var redactedJSON: JSONValue {
-        [
-            "agent": [
-                "appEndpoint": .string(agent.appEndpoint),
-                "adminEndpoint": .string(agent.adminEndpoint),
-                "eventsEndpoint": .string(agent.eventsEndpoint),
-                "stateDirectory": .string(agent.stateDirectory),
-                "maxBodyBytes": .integer(Int64(agent.maxBodyBytes)),
-                "maxMboxesPerCommand": .integer(Int64(agent.maxMboxesPerCommand)),
-                "maxResourcesPerCommand": .integer(Int64(agent.maxResourcesPerCommand)),
-                "maxInFlight": .integer(Int64(agent.maxInFlight)),
-                "maxInFlightPerPeer": .integer(Int64(agent.maxInFlightPerPeer)),
-                "logLevel": .string(agent.logLevel),
-                "appSocketGroup": agent.appSocketGroup.map { .string($0) } ?? .null,
-                "adminSocketGroup": agent.adminSocketGroup.map { .string($0) } ?? .null,
-                "allowedAdminGroups": .array(agent.allowedAdminGroups.map { .string($0) }),
-            ],
-            "target": [
-                "clientCode": .string(target.clientCode),
-                "serverURL": .string(target.effectiveServerURL),
-                "environmentId": .integer(target.environmentId),
-                "propertyToken": .string(target.propertyToken),
-                "timeout": .number(target.timeout),
-                "sessionTimeout": .number(target.sessionTimeout),
-                "cacheBudgetBytes": .integer(Int64(target.cacheBudgetBytes)),
-                "notificationBatchSize": .integer(Int64(target.notificationBatchSize)),
-                "notificationBatchAge": .number(target.notificationBatchAge),
-                "notificationQueueCapacity": .integer(Int64(target.notificationQueueCapacity)),
-                "userAgent": .string(target.userAgent),
-                "platformType": .string(target.platformType),
-            ],
-            "pass": [
-                "serverURL": .string(pass.effectiveServerURL),
-                "softwareStatement": .string(Self.redacted(pass.softwareStatement)),
-                "requestors": .array(pass.requestors.map { .string($0) }),
-                "redirectURI": .string(pass.redirectURI),
-                "deviceIdentifier": .string(pass.deviceIdentifier == nil ? "(machine-id)" : "(configured)"),
-                "deviceModel": .string(pass.deviceModel),
-                "deviceVersion": .string(pass.deviceVersion),
-                "connectionType": .string(pass.connectionType),
-                "maxResourcesPerRequest": .integer(Int64(pass.maxResourcesPerRequest)),
-                "decisionTTL": .number(pass.decisionTTL),
-                "timeout": .number(pass.timeout),
-                "answerDeadline": .number(pass.answerDeadline),
-                "pacingInterval": .number(pass.pacingInterval),
-                "pacingBurst": .integer(Int64(pass.pacingBurst)),
-            ],
-        ]
+        var sections = JSONObject()
+        for section in ConfigurationSection.allCases {
+            var object = JSONObject()
+            for key in Self.keys where key.section == section {
+                object[key.name] = key.shown(in: self)
+            }
+            sections[section.rawValue] = .object(object)
+        }
+        return .object(sections)
     }
 
-    /// "(redacted, 412 characters)": enough to tell a set secret from an empty one, nothing more.
-    static func redacted(_ secret: String) -> String {
-        secret.isEmpty ? "(empty)" : "(redacted, \(secret.count) characters)"
+    /// A key whose new value a reload could not apply: the running value is kept.
+    public struct RefusedChange: Sendable {
+        public var key: ConfigurationKey
+        public var running: JSONValue
+        public var requested: JSONValue
+    }
+
+    /// What a reload applies: `next`, except that every key that needs a restart keeps its running
+    /// value; those whose value changed are returned so that the journal can say so.
+    public static func reloaded(
+        _ next: AgentConfiguration,
+        running: AgentConfiguration
+    ) -> (configuration: AgentConfiguration, refused: [RefusedChange]) {
+        var applied = next
+        var refused: [RefusedChange] = []
+        for key in keys where key.reload == .needsRestart {
+            if !key.isSame(in: running, and: next) {
+                refused.append(RefusedChange(key: key, running: key.shown(in: running), requested: key.shown(in: next)))
+            }
+            key.keepRunning(running, in: &applied)
+        }
+        return (applied, refused)
+    }
+
+    /// docs/OPERATIONS.md's reference table of one section, as the doc shows it.
+    public static func markdownTable(_ section: ConfigurationSection) -> String {
+        let rows = keys.filter { $0.section == section }.map(\.markdownRow)
+        return
+            (["| key | type, allowed values | default | what it does | on reload |", "|---|---|---|---|---|"] + rows)
+            .joined(separator: "\n")
     }
 }
 

@@ -506,7 +506,7 @@ public final class IPCServer: Sendable {
             if reply.count > 4, reply[4] != Array(AdminPeerCheck.allowedUserId.utf8) {
                 let address = request.count > 3 ? String(decoding: request[3], as: UTF8.self) : "?"
                 logger.notice(
-                    "admin connection from a user outside agent.allowedAdminGroups; its commands get not_permitted",
+                    "admin connection from a user outside \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)); its commands get not_permitted",
                     metadata: ["peer": "\(address)"]
                 )
             }
@@ -534,7 +534,7 @@ public final class IPCServer: Sendable {
             Reply.failure(
                 id: id,
                 error: .notPermitted(
-                    "this user may not send admin commands: it is in none of agent.allowedAdminGroups (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
+                    "this user may not send admin commands: it is in none of \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)) (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
                 )
             )
         )

@@ -8,38 +8,35 @@ import Darwin
 
 extension PreflightClient {
     /// The agent's configuration file, where the app endpoint is found.
-    public static let defaultConfigurationFile = "/etc/preflight/preflight.json"
+    public static let defaultConfigurationFile = ConfigurationSection.defaultFile
 
     /// The app endpoint when the configuration file does not name one (docs/PROTOCOL.md).
-    public static let defaultAppEndpoint = "ipc:///run/preflight/app.sock"
+    public static let defaultAppEndpoint = AgentEndpoint.app.defaultAddress
 
     /// The events endpoint when the configuration file does not name one (docs/PROTOCOL.md).
-    public static let defaultEventsEndpoint = "ipc:///run/preflight/events.sock"
+    public static let defaultEventsEndpoint = AgentEndpoint.events.defaultAddress
 
     /// The app endpoint the agent on this box serves: `agent.appEndpoint` of `configurationFile`, or
     /// ``defaultAppEndpoint`` when the file is missing, unreadable, not JSON, or does not name one.
     ///
     /// Only that one key is read; the agent itself validates the rest of its configuration.
     public static func configuredAppEndpoint(configurationFile: String = defaultConfigurationFile) -> String {
-        configuredEndpoint("appEndpoint", in: configurationFile) ?? defaultAppEndpoint
+        configuredEndpoint(.app, in: configurationFile)
     }
 
     /// The events endpoint the agent on this box publishes on, for ``EventSubscriber``: `agent.eventsEndpoint`
     /// of `configurationFile`, or ``defaultEventsEndpoint`` when the file is missing, unreadable, not JSON, or
     /// does not name one.
     public static func configuredEventsEndpoint(configurationFile: String = defaultConfigurationFile) -> String {
-        configuredEndpoint("eventsEndpoint", in: configurationFile) ?? defaultEventsEndpoint
+        configuredEndpoint(.events, in: configurationFile)
     }
 
-    /// `agent.<key>` of the configuration file when it is a non-empty string; only that one key is read.
-    private static func configuredEndpoint(_ key: String, in configurationFile: String) -> String? {
-        guard let bytes = readSmallFile(configurationFile),
-            let value = try? JSONReader.read(bytes),
-            let endpoint = value["agent"]?[key]?.stringValue, !endpoint.isEmpty
-        else {
-            return nil
+    /// `endpoint` as the configuration file sets it, else its default; only that one key is read.
+    private static func configuredEndpoint(_ endpoint: AgentEndpoint, in configurationFile: String) -> String {
+        guard let bytes = readSmallFile(configurationFile), let value = try? JSONReader.read(bytes) else {
+            return endpoint.defaultAddress
         }
-        return endpoint
+        return endpoint.configured(in: value) ?? endpoint.defaultAddress
     }
 
     /// Timeouts and retries of a client. The defaults suit an app on the box; tests shorten them.

@@ -23,6 +23,11 @@ public struct TargetConfiguration: Sendable, Equatable {
     /// The box as Target's `context` describes it.
     public var device: DeviceDescription
 
+    /// The Delivery API of an account when no server is configured: `https://{clientCode}.tt.omtrdc.net`.
+    public static func defaultServerURL(clientCode: String) -> String {
+        "https://\(clientCode).tt.omtrdc.net"
+    }
+
     public init(
         clientCode: String,
         serverURL: String? = nil,
@@ -37,7 +42,7 @@ public struct TargetConfiguration: Sendable, Equatable {
         device: DeviceDescription = DeviceDescription()
     ) {
         self.clientCode = clientCode
-        self.serverURL = serverURL ?? "https://\(clientCode).tt.omtrdc.net"
+        self.serverURL = serverURL ?? Self.defaultServerURL(clientCode: clientCode)
         self.serverURLConfigured = serverURL != nil
         self.environmentId = environmentId
         self.propertyToken = propertyToken

@@ -6,7 +6,7 @@ import PreflightProtocol
 /// Options every command takes, before or after the subcommand's name
 /// (`preflightctl --json status` and `preflightctl status --json` are the same).
 struct GlobalOptions: ParsableArguments {
-    static let defaultConfig = "/etc/preflight/preflight.json"
+    static let defaultConfig = ConfigurationSection.defaultFile
 
     @Option(
         name: .customLong("config"),
@@ -61,35 +61,35 @@ struct GlobalOptions: ParsableArguments {
     /// The admin endpoint: `--endpoint`, else `agent.adminEndpoint` of the config file, else the default.
     func adminEndpoint() throws -> String {
         if let endpoint { return endpoint }
-        return try endpointFromConfig("adminEndpoint", fallback: "ipc:///run/preflight/admin.sock")
+        return try endpointFromConfig(.admin)
     }
 
     /// The app endpoint: `override` (`--app-endpoint`), else `agent.appEndpoint` of the config file, else the
     /// default.
     func appEndpoint(override: String?) throws -> String {
         if let override { return override }
-        return try endpointFromConfig("appEndpoint", fallback: "ipc:///run/preflight/app.sock")
+        return try endpointFromConfig(.app)
     }
 
     /// The events endpoint: `override` (`--events-endpoint`), else `agent.eventsEndpoint` of the config file,
     /// else the default.
     func eventsEndpoint(override: String?) throws -> String {
         if let override { return override }
-        return try endpointFromConfig("eventsEndpoint", fallback: "ipc:///run/preflight/events.sock")
+        return try endpointFromConfig(.events)
     }
 
-    /// `agent.<key>` of the config file. A missing default config file means the defaults; a missing or
-    /// unreadable file named with `--config` is a usage error.
-    private func endpointFromConfig(_ key: String, fallback: String) throws -> String {
+    /// `endpoint` as the config file sets it, else its default. A missing default config file means the
+    /// defaults; a missing or unreadable file named with `--config` is a usage error.
+    private func endpointFromConfig(_ endpoint: AgentEndpoint) throws -> String {
         guard let data = FileManager.default.contents(atPath: config) else {
             // The default file may be absent (or readable by root only): the default endpoints then apply.
-            if config == Self.defaultConfig { return fallback }
+            if config == Self.defaultConfig { return endpoint.defaultAddress }
             throw CtlFailure(message: "cannot read \(config)", exitCode: CtlExit.usage)
         }
         guard let value = try? JSONReader.read(Array(data)) else {
             throw CtlFailure(message: "\(config) is not valid JSON", exitCode: CtlExit.usage)
         }
-        return value["agent"]?[key]?.stringValue ?? fallback
+        return endpoint.configured(in: value) ?? endpoint.defaultAddress
     }
 
     /// The reply timeout as a `Duration`.

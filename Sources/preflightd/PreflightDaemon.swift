@@ -36,7 +36,7 @@ struct PreflightDaemon: AsyncParsableCommand {
     }
 
     @Option(name: .long, help: "Configuration file.")
-    var config: String = "/etc/preflight/preflight.json"
+    var config: String = ConfigurationSection.defaultFile
 
     @Flag(name: .long, help: "Validate the configuration file and exit (0 valid, 78 not).")
     var checkConfig = false
