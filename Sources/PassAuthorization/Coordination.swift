@@ -1,25 +1,49 @@
 import Synchronization
 
-/// At most one running operation per key; callers arriving while it runs share its result.
+/// At most one running operation per key; callers arriving while it runs share its result. The
+/// operation is cancelled when every caller waiting for it has been cancelled (the agent is stopping),
+/// never while one still waits.
 final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let running = Mutex<[Key: Task<Value, Never>]>([:])
+    private struct Flight: Sendable {
+        var task: Task<Value, Never>
+        var waiters: Int
+    }
+
+    private let running = Mutex<[Key: Flight]>([:])
 
     func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> Value {
         let task = running.withLock { running in
-            if let task = running[key] { return task }
+            if running[key] != nil {
+                running[key]!.waiters += 1
+                return running[key]!.task
+            }
             let task = Task { await operation() }
-            running[key] = task
+            running[key] = Flight(task: task, waiters: 1)
             return task
         }
-        let value = await task.value
+        let value = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            let abandoned = running.withLock { running -> Bool in
+                guard running[key]?.task == task else { return false }
+                running[key]!.waiters -= 1
+                return running[key]!.waiters == 0
+            }
+            if abandoned { task.cancel() }
+        }
         running.withLock { running in
-            if running[key] == task { running[key] = nil }
+            if running[key]?.task == task { running[key] = nil }
         }
         return value
     }
 
     func isRunning(_ key: Key) -> Bool {
         running.withLock { $0[key] != nil }
+    }
+
+    /// Callers still waiting for `key`'s operation and not cancelled.
+    func waiters(_ key: Key) -> Int {
+        running.withLock { $0[key]?.waiters ?? 0 }
     }
 }
 

@@ -15,6 +15,9 @@ final class Credentials: Sendable {
         var registrationLoaded = false
         var token: AccessToken?
         var pending: Task<Result<AccessToken, PassFailure>, Never>?
+        /// Callers waiting for `pending`: when every one of them has been cancelled (the agent is
+        /// stopping), the request is cancelled too.
+        var pendingWaiters = 0
         /// After a failed attempt, callers get its failure (or the still valid old token) until then,
         /// instead of each spending a request on another attempt.
         var lastFailure: (failure: PassFailure, until: ContinuousClock.Instant)?
@@ -49,7 +52,10 @@ final class Credentials: Sendable {
         let now = upstream.clock.now()
         let step: Step = state.withLock { state in
             if let token = state.token, now < token.refreshAt { return .ready(token) }
-            if let pending = state.pending { return .wait(pending) }
+            if let pending = state.pending {
+                state.pendingWaiters += 1
+                return .wait(pending)
+            }
             if let lastFailure = state.lastFailure, now < lastFailure.until {
                 if let token = state.token, now < token.expiresAt { return .ready(token) }
                 return .failed(lastFailure.failure)
@@ -57,6 +63,7 @@ final class Credentials: Sendable {
             let generation = state.generation
             let task = Task { await self.obtain(using: upstream, deadline: deadline, generation: generation) }
             state.pending = task
+            state.pendingWaiters = 1
             return .wait(task)
         }
         switch step {
@@ -65,7 +72,16 @@ final class Credentials: Sendable {
         case .failed(let failure):
             return .failure(failure)
         case .wait(let pending):
-            let result = await pending.value
+            let result = await withTaskCancellationHandler {
+                await pending.value
+            } onCancel: {
+                let abandoned = state.withLock { state -> Bool in
+                    guard state.pending == pending else { return false }
+                    state.pendingWaiters -= 1
+                    return state.pendingWaiters == 0
+                }
+                if abandoned { pending.cancel() }
+            }
             if case .failure = result, let token = state.withLock({ $0.token }), upstream.clock.now() < token.expiresAt
             {
                 return .success(token)
@@ -156,6 +172,8 @@ final class Credentials: Sendable {
         }
         switch result {
         case .success: logger.debug("got an Adobe Pass access token")
+        case .failure(let failure) where Task.isCancelled:
+            logger.debug("no Adobe Pass access token: the agent is stopping", metadata: ["reason": "\(failure)"])
         case .failure(let failure): logger.warning("no Adobe Pass access token", metadata: ["reason": "\(failure)"])
         }
         return result

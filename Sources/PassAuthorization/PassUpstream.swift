@@ -414,6 +414,11 @@ final class PassUpstream: Sendable {
                     health.withLock { $0.lastSuccessAtMs = epoch }
                 }
             } catch {
+                if error.kind == .cancelled {
+                    // The agent is stopping: neither an upstream fault nor worth a warning.
+                    logger.debug("Adobe Pass request cancelled", metadata: ["operation": "\(operation.rawValue)"])
+                    return .failure(.networkError("\(operation.rawValue) cancelled: the agent is stopping"))
+                }
                 report(operation, status: 0, code: "network_error")
                 logger.warning(
                     "Adobe Pass request failed",

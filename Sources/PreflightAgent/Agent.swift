@@ -17,20 +17,22 @@ import Foundation
 import Glibc
 #endif
 
-/// The running agent: its sockets are bound before it is handed to a `ServiceGroup`, so that start-up
-/// failures (an endpoint in use) surface as an exit code before anything claims to be ready.
-public final class Agent: Service {
+/// The agent's parts, assembled but not yet serving: ``services`` are its jobs, for one `ServiceGroup`.
+/// The endpoints are bound when the group runs ``IPCService``; a failure there (an endpoint in use) ends
+/// the group with an ``AgentError`` before anything claims to be ready.
+public final class Agent: Sendable {
     public let runtime: AgentRuntime
     public let server: IPCServer
     public let target: TargetService
     public let pass: Preauthorizer
-    private let transport: AsyncHTTPClientTransport
+    let transport: AsyncHTTPClientTransport
     /// systemd's notification socket, when started by systemd (`Type=notify`).
-    private let notifier: SystemdNotifier?
+    let notifier: SystemdNotifier?
     /// SIGHUP, trapped before the endpoints are bound: a reload asked for as soon as the agent
     /// answers must not be lost (nor kill it, SIGHUP's default action).
     private let hangups: UnixSignalsSequence
-    private let logger: Logger
+    private let requestWork: RequestWorkService
+    let logger: Logger
 
     private init(
         runtime: AgentRuntime,
@@ -40,6 +42,7 @@ public final class Agent: Service {
         transport: AsyncHTTPClientTransport,
         notifier: SystemdNotifier?,
         hangups: UnixSignalsSequence,
+        requestWork: RequestWorkService,
         logger: Logger
     ) {
         self.notifier = notifier
@@ -49,11 +52,27 @@ public final class Agent: Service {
         self.target = target
         self.pass = pass
         self.transport = transport
+        self.requestWork = requestWork
         self.logger = logger
     }
 
-    /// Binds every endpoint and starts the I/O thread.
-    public static func start(
+    /// Every job of the agent, in dependency order: a `ServiceGroup` starts them in this order and stops
+    /// them in reverse, so the endpoints close before the work they hand out is cancelled, the queued
+    /// notifications are flushed after the last load, and the HTTP client goes last.
+    public var services: [any Service] {
+        [
+            UpstreamTransportService(transport: transport),
+            NotificationSenderService(target: target, logger: logger),
+            PassBackgroundService(pass: pass),
+            requestWork,
+            IPCService(agent: self),
+            ReloadService(agent: self, hangups: hangups),
+            StatusReportService(agent: self),
+        ]
+    }
+
+    /// Builds every part; nothing is bound and nothing runs until the group runs ``services``.
+    public static func assemble(
         configuration: AgentConfiguration,
         configurationPath: String?,
         logger: Logger
@@ -77,11 +96,13 @@ public final class Agent: Service {
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )
+        let requestWork = RequestWorkService()
         let dispatcher = CommandDispatcher(
             runtime: runtime,
             target: target,
             pass: pass,
             statistics: CommandStatistics(),
+            work: requestWork,
             logger: logger
         )
         let notifier = SystemdNotifier.fromEnvironment()
@@ -94,30 +115,30 @@ public final class Agent: Service {
         if let watchdog {
             onTick = { watchdog.tick() }
         }
-        let server = try IPCServer(
-            endpoints: IPCServer.Endpoints(
-                app: configuration.agent.appEndpoint,
-                admin: configuration.agent.adminEndpoint,
-                events: configuration.agent.eventsEndpoint,
-                appGroup: configuration.agent.appSocketGroup,
-                adminGroup: configuration.agent.adminSocketGroup,
-                allowedAdminGroups: configuration.agent.allowedAdminGroups
-            ),
-            handler: dispatcher,
-            maxBodyBytes: configuration.agent.maxBodyBytes,
-            logger: logger,
-            tickInterval: tick,
-            onTick: onTick
-        )
-        runtime.server = server
-        server.setLimits(configuration.admissionLimits)
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let server: IPCServer
         do throws(AgentError) {
-            try await server.start()
+            server = try IPCServer(
+                endpoints: IPCServer.Endpoints(
+                    app: configuration.agent.appEndpoint,
+                    admin: configuration.agent.adminEndpoint,
+                    events: configuration.agent.eventsEndpoint,
+                    appGroup: configuration.agent.appSocketGroup,
+                    adminGroup: configuration.agent.adminSocketGroup,
+                    allowedAdminGroups: configuration.agent.allowedAdminGroups
+                ),
+                handler: dispatcher,
+                maxBodyBytes: configuration.agent.maxBodyBytes,
+                logger: logger,
+                tickInterval: tick,
+                onTick: onTick
+            )
         } catch {
             await transport.shutdown()
             throw error
         }
+        runtime.server = server
+        server.setLimits(configuration.admissionLimits)
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         return Agent(
             runtime: runtime,
             server: server,
@@ -126,58 +147,9 @@ public final class Agent: Service {
             transport: transport,
             notifier: notifier,
             hangups: hangups,
+            requestWork: requestWork,
             logger: logger
         )
-    }
-
-    /// Serves until graceful shutdown (SIGTERM, SIGINT), then stops taking requests, lets in-flight
-    /// work reply, and removes the socket files.
-    public func run() async throws {
-        let notificationSender = Task { await target.run() }
-        // Registration, token and each requestor's configuration, retried until they succeed.
-        let passStartup = Task { await pass.run() }
-        defer { passStartup.cancel() }
-        let reloader = Task {
-            for await _ in hangups {
-                reload()
-            }
-        }
-        defer { reloader.cancel() }
-        // Every endpoint is bound (start() returned): only now may systemd consider us started.
-        notifier?.ready(status: statusLine())
-        let statusUpdates = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(10))
-                notifier?.status(statusLine())
-            }
-        }
-        defer { statusUpdates.cancel() }
-        runtime.publish("agent.ready", ["version": .string(preflightVersion)])
-        logger.info("ready", metadata: ["version": "\(preflightVersion)"])
-        try? await gracefulShutdown()
-        notifier?.stopping()
-        logger.info("stopping")
-        runtime.publish("agent.stopping", ["reason": "signal"])
-        // Stop taking requests first, so nothing new is queued behind the flush.
-        await server.stop()
-        if target.notifications.summary.pending > 0 {
-            // Bounded: what Target does not confirm in time stays in the journal for the next start.
-            let flush = Task { await target.flushNotifications() }
-            let watchdog = Task {
-                try? await Task.sleep(for: .seconds(2))
-                flush.cancel()
-            }
-            let confirmed = await flush.value
-            watchdog.cancel()
-            logger.info(
-                "notifications flushed",
-                metadata: ["confirmed": "\(confirmed)", "journaled": "\(target.notifications.summary.pending)"]
-            )
-        }
-        notificationSender.cancel()
-        await notificationSender.value
-        await transport.shutdown()
-        logger.info("stopped")
     }
 
     /// One line for `systemctl status`: `serving; 12 offers cached; target ok; pass: 1 of 1 requestors authenticated`.

@@ -86,6 +86,8 @@ public struct CommandDispatcher: RequestHandler {
     let target: TargetService
     let pass: Preauthorizer
     let statistics: CommandStatistics
+    /// Where work that waits on the network runs.
+    let work: RequestWorkService
     let logger: Logger
 
     public init(
@@ -93,12 +95,14 @@ public struct CommandDispatcher: RequestHandler {
         target: TargetService,
         pass: Preauthorizer,
         statistics: CommandStatistics,
+        work: RequestWorkService,
         logger: Logger
     ) {
         self.runtime = runtime
         self.target = target
         self.pass = pass
         self.statistics = statistics
+        self.work = work
         self.logger = logger
     }
 
@@ -135,7 +139,8 @@ public struct CommandDispatcher: RequestHandler {
         return finish(outcome, id: request.id, name: command?.wireName ?? "(unknown)", started: started, responder)
     }
 
-    /// The reply to send now, or nil after handing admitted work to a task that replies later.
+    /// The reply to send now, or nil after handing admitted work to the request-work group, which replies
+    /// later.
     private func finish(
         _ outcome: Outcome,
         id: String,
@@ -150,8 +155,13 @@ public struct CommandDispatcher: RequestHandler {
             guard responder.admit() else {
                 return reply(id: id, name: name, started: started, .failure(.overloaded(retryAfterMs: 250)))
             }
-            Task {
+            let submitted = self.work.submit {
                 responder.respond(reply(id: id, name: name, started: started, await work()))
+            }
+            guard submitted else {
+                // The agent is stopping: the admitted request still gets its reply.
+                responder.respond(reply(id: id, name: name, started: started, .failure(.shuttingDown())))
+                return nil
             }
             return nil
         }

@@ -62,18 +62,13 @@ struct PreflightDaemon: AsyncParsableCommand {
         }
         LoggingSystem.bootstrap { label in AgentLogHandler(label: label, level: level) }
         let logger = Logger(label: "preflightd")
-        // SIGTERM and SIGINT are trapped before anything is bound: from the moment an app or systemd can
-        // reach the agent, a stop request ends in the graceful shutdown (drain, notification flush, socket
-        // files removed), never in the signal's default action. A signal that arrives while the agent
-        // starts waits in the sequence until the service group runs.
-        let stopSignals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         for warning in loaded.warnings {
             logger.warning("configuration: \(warning)", metadata: ["file": "\(config)"])
         }
 
         let agent: Agent
         do {
-            agent = try await Agent.start(
+            agent = try await Agent.assemble(
                 configuration: loaded.configuration,
                 configurationPath: config,
                 logger: logger
@@ -82,15 +77,23 @@ struct PreflightDaemon: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             fail("cannot start: \(error)", exitCode: error.exitCode)
         }
-        let group = ServiceGroup(configuration: .init(services: [.init(service: agent)], logger: logger))
-        let forwarding = Task {
-            for await signal in stopSignals {
-                logger.info("received \(signal): shutting down")
-                await group.triggerGracefulShutdown()
-            }
+        // The group traps SIGTERM and SIGINT before it starts any service, and the endpoints are bound by
+        // one of its services: from the moment an app or systemd can reach the agent, a stop request ends
+        // in the graceful shutdown (drain, notification flush, socket files removed), never in the
+        // signal's default action.
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: agent.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        do {
+            try await group.run()
+        } catch let error as AgentError {
+            logger.critical("cannot start: \(error)")
+            fail("cannot start: \(error)", exitCode: error.exitCode)
         }
-        defer { forwarding.cancel() }
-        try await group.run()
     }
 
     private func fail(_ message: String, exitCode: Int32) -> Never {
