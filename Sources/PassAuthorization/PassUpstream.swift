@@ -87,16 +87,16 @@ struct AccessToken: Sendable, Hashable {
 /// one is refused, and turns responses into values. Logs and events carry operation, status and code,
 /// never a header or body (those hold the token, the client secret and the software statement).
 /// How Adobe Pass has been answering, for `status`: the technician's first question.
-struct UpstreamHealth: Sendable {
-    var calls = 0
-    var errors = 0
-    var lastSuccessAtMs: Int64?
-    var lastErrorAtMs: Int64?
-    var lastErrorCode: String?
-    var lastErrorStatus: Int?
-    var lastErrorOperation: String?
+public struct UpstreamHealth: Sendable, Equatable {
+    public var calls = 0
+    public var errors = 0
+    public var lastSuccessAtMs: Int64?
+    public var lastErrorAtMs: Int64?
+    public var lastErrorCode: String?
+    public var lastErrorStatus: Int?
+    public var lastErrorOperation: String?
 
-    var json: JSONValue {
+    public var json: JSONValue {
         [
             "calls": .integer(Int64(calls)),
             "errors": .integer(Int64(errors)),

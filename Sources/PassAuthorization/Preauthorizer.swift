@@ -582,78 +582,70 @@ public final class Preauthorizer: Sendable {
     /// configuration state and last error, the session (mvpd, notAfter), cached decisions with their
     /// age, and answer counters by outcome and code. Times are wall-clock epoch milliseconds; ages and
     /// remaining times are milliseconds.
-    public func snapshot() -> JSONValue {
+    public func snapshot() -> PassSnapshot {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
         let credentials = upstream.credentials.status
         let pacer = upstream.pacer.withLock { $0 }
         let health = upstream.health.withLock { $0 }
         return state.withLock { state in
-            var root: JSONObject = ["serverURL": .string(state.configuration.baseURL)]
-            root["upstream"] = health.json
-            var registration: JSONObject = [
-                "state": .string(credentials.registered.map { $0 ? "registered" : "none" } ?? "not-loaded")
-            ]
-            if let registeredAt = credentials.registeredAt { registration["registeredAt"] = .integer(registeredAt) }
-            root["registration"] = .object(registration)
-            var token: JSONObject = [:]
-            if let expiresAt = credentials.tokenExpiresAt, let expiry = credentials.tokenExpiresAtInstant {
-                token["state"] = .string(now < expiry ? "valid" : "expired")
-                token["expiresAt"] = .integer(expiresAt)
-                token["expiresInMs"] = .integer(max(0, (expiry - now).wholeMilliseconds))
-            } else {
-                token["state"] = "none"
+            var tokenState = PassSnapshot.TokenState.none
+            var expiresInMs: Int64?
+            if credentials.tokenExpiresAt != nil, let expiry = credentials.tokenExpiresAtInstant {
+                tokenState = now < expiry ? .valid : .expired
+                expiresInMs = max(0, (expiry - now).wholeMilliseconds)
             }
-            root["accessToken"] = .object(token)
-            var pacing: JSONObject = ["burstRemaining": .integer(Int64(pacer.burstRemaining))]
-            if let blockedUntil = pacer.blockedUntil, blockedUntil > now {
-                pacing["blockedForMs"] = .integer((blockedUntil - now).wholeMilliseconds)
-            }
-            root["pacing"] = .object(pacing)
-
-            var requestors = JSONObject()
             let ttl = state.configuration.decisionTTL
-            for requestor in state.configuration.requestors {
-                guard let requestorState = state.requestors[requestor] else { continue }
-                var entry = JSONObject()
-                var configuration = JSONObject()
+            let requestors = state.configuration.requestors.compactMap { requestor -> PassSnapshot.Requestor? in
+                guard let requestorState = state.requestors[requestor] else { return nil }
+                var entry = PassSnapshot.Requestor(
+                    name: requestor,
+                    configurationState: requestorState.configurationError == nil ? .pending : .failed,
+                    mvpds: [],
+                    configurationError: requestorState.configurationError,
+                    sessionState: requestorState.session.name,
+                    decisions: state.cache.entries(requestor: requestor, now: now).filter { $0.age < ttl }.map {
+                        PassSnapshot.Requestor.Decision(
+                            mvpd: $0.mvpd,
+                            resource: $0.resource,
+                            ageMs: $0.age.wholeMilliseconds
+                        )
+                    },
+                    counters: requestorState.counters.json
+                )
                 switch requestorState.configuration {
                 case .configured(let at, let mvpds):
-                    configuration["state"] = "configured"
-                    configuration["configuredAt"] = .integer(at)
-                    configuration["mvpds"] = .array(mvpds.map { .string($0) })
+                    entry.configurationState = .configured
+                    entry.configuredAtMs = at
+                    entry.mvpds = mvpds
                 case .pending:
-                    configuration["state"] = requestorState.configurationError == nil ? "pending" : "failed"
-                    configuration["attempts"] = .integer(Int64(requestorState.configurationAttempts))
+                    entry.configurationAttempts = requestorState.configurationAttempts
                 }
-                if let error = requestorState.configurationError { configuration["lastError"] = .string(error) }
-                entry["configuration"] = .object(configuration)
-                var session: JSONObject = ["state": .string(requestorState.session.name)]
                 switch requestorState.session {
                 case .authenticated(let profile):
-                    session["mvpd"] = .string(profile.mvpd)
-                    session["notAfter"] = .integer(profile.notAfter)
-                    if !profile.isValid(atEpochMilliseconds: epoch) { session["state"] = "expired" }
+                    entry.sessionMvpd = profile.mvpd
+                    entry.sessionNotAfterMs = profile.notAfter
+                    if !profile.isValid(atEpochMilliseconds: epoch) { entry.sessionState = "expired" }
                 case .expired(let mvpd, _):
-                    if let mvpd { session["mvpd"] = .string(mvpd) }
+                    entry.sessionMvpd = mvpd
                 case .missing, .unknown:
                     break
                 }
-                entry["session"] = .object(session)
-                entry["decisions"] = .array(
-                    state.cache.entries(requestor: requestor, now: now).filter { $0.age < ttl }.map {
-                        [
-                            "mvpd": .string($0.mvpd), "resource": .string($0.resource),
-                            "ageMs": .integer($0.age.wholeMilliseconds),
-                        ]
-                    }
-                )
-                entry["counters"] = requestorState.counters.json
-                requestors[requestor] = .object(entry)
+                return entry
             }
-            root["requestors"] = .object(requestors)
-            root["unknownRequestorAnswers"] = .integer(Int64(state.unknownRequestorAnswers))
-            return .object(root)
+            return PassSnapshot(
+                serverURL: state.configuration.baseURL,
+                upstream: health,
+                registration: credentials.registered.map { $0 ? .registered : .none } ?? .notLoaded,
+                registeredAtMs: credentials.registeredAt,
+                token: tokenState,
+                tokenExpiresAtMs: tokenState == .none ? nil : credentials.tokenExpiresAt,
+                tokenExpiresInMs: expiresInMs,
+                burstRemaining: pacer.burstRemaining,
+                blockedForMs: pacer.blockedUntil.flatMap { $0 > now ? ($0 - now).wholeMilliseconds : nil },
+                requestors: requestors,
+                unknownRequestorAnswers: state.unknownRequestorAnswers
+            )
         }
     }
 }

@@ -1,3 +1,4 @@
+import PassAuthorization
 import PreflightProtocol
 import TargetOffers
 
@@ -65,7 +66,7 @@ extension CommandDispatcher {
         case .configShow:
             return .success(runtime.configuration.redactedJSON)
         case .authList:
-            return .success(pass.snapshot())
+            return .success(pass.snapshot().json)
         case .authClear:
             let registration = try arguments.optionalBool("registration") ?? false
             let requestor = try arguments.optionalString("requestor")
@@ -137,27 +138,25 @@ extension CommandDispatcher {
         ]
     }
 
-    private func passHealth(_ configuration: AgentConfiguration, _ snapshot: JSONValue) -> JSONValue {
+    private func passHealth(_ configuration: AgentConfiguration, _ snapshot: PassSnapshot) -> JSONValue {
         var health: JSONObject = ["url": .string(configuration.pass.effectiveServerURL)]
-        if let upstream = snapshot["upstream"]?.objectValue {
-            for member in upstream { health[member.key] = member.value }
-        }
+        for member in snapshot.upstream.json.objectValue ?? JSONObject() { health[member.key] = member.value }
         return .object(health)
     }
 
     /// Per requestor: configuration state and the authentication session (auth.list has the rest).
-    private func passSummary(_ snapshot: JSONValue) -> JSONValue {
+    private func passSummary(_ snapshot: PassSnapshot) -> JSONValue {
         var requestors = JSONObject()
-        for member in snapshot["requestors"]?.objectValue ?? JSONObject() {
-            requestors[member.key] = [
-                "configuration": member.value["configuration"]?["state"] ?? .null,
-                "session": member.value["session"] ?? .null,
-                "cachedDecisions": .integer(Int64(member.value["decisions"]?.arrayValue?.count ?? 0)),
+        for requestor in snapshot.requestors {
+            requestors[requestor.name] = [
+                "configuration": .string(requestor.configurationState.rawValue),
+                "session": requestor.sessionJSON,
+                "cachedDecisions": .integer(Int64(requestor.decisions.count)),
             ]
         }
         return [
-            "registration": snapshot["registration"]?["state"] ?? .null,
-            "accessToken": snapshot["accessToken"]?["state"] ?? .null,
+            "registration": .string(snapshot.registration.rawValue),
+            "accessToken": .string(snapshot.token.rawValue),
             "requestors": .object(requestors),
         ]
     }

@@ -162,8 +162,8 @@ public final class Agent: Sendable {
         case (let success?, let failure) where failure.map({ success >= $0 }) ?? true: targetHealth = "target ok"
         default: targetHealth = "target failing (\(counters.lastErrorCode ?? "error"))"
         }
-        let requestors = pass.snapshot()["requestors"]?.objectValue ?? JSONObject()
-        let authenticated = requestors.filter { $0.value["session"]?["state"]?.stringValue == "authenticated" }.count
+        let requestors = pass.snapshot().requestors
+        let authenticated = requestors.filter(\.isAuthenticated).count
         var line = "serving; \(cached) offers cached; \(targetHealth)"
         if !requestors.isEmpty {
             line += "; pass: \(authenticated) of \(requestors.count) requestors authenticated"

@@ -14,7 +14,7 @@ import UpstreamHTTP
     harness.clock.advance(by: .seconds(7))
     _ = await harness.preauthorize(["r1"])
     _ = await harness.preauthorize(["x"], requestor: "hbo")
-    let snapshot = harness.preauthorizer.snapshot()
+    let snapshot = harness.preauthorizer.snapshot().json
     #expect(snapshot["serverURL"] == "https://pass.test")
     #expect(snapshot["registration"]?["state"] == "registered")
     #expect(snapshot["accessToken"]?["state"] == "valid")
@@ -57,7 +57,7 @@ import UpstreamHTTP
     #expect(cleared["registration"] == true)
     #expect(cleared["requestor"] == .null)
     #expect(!FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
-    #expect(harness.preauthorizer.snapshot()["accessToken"]?["state"] == "none")
+    #expect(harness.preauthorizer.snapshot().json["accessToken"]?["state"] == "none")
     #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
     #expect(harness.fake.count("register") == 2)
     #expect(FileSystem.permissions(of: "\(harness.directory)/pass-registration.json") == 0o600)
@@ -77,7 +77,7 @@ import UpstreamHTTP
     #expect(await harness.preauthorize(["r1"], requestor: "fox") == permits(["r1"]))
     #expect(harness.fake.requests("preauthorize").last?.timeout == .seconds(2))
     #expect(harness.fake.count("token") == 1, "the token survives a reload that keeps the server")
-    #expect(harness.preauthorizer.snapshot()["requestors"]?.objectValue?.keys == ["nbc", "fox"])
+    #expect(harness.preauthorizer.snapshot().json["requestors"]?.objectValue?.keys == ["nbc", "fox"])
 }
 
 @Test func newServerURLRegistersAndConfiguresAgain() async {
@@ -100,13 +100,13 @@ import UpstreamHTTP
     let run = Pending { await harness.preauthorizer.run() }
     #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
     #expect(harness.fake.count("register") == 1)
-    #expect(harness.preauthorizer.snapshot()["requestors"]?["espn"]?["configuration"]?["state"] == "failed")
-    #expect(harness.preauthorizer.snapshot()["requestors"]?["nbc"]?["configuration"]?["state"] == "configured")
+    #expect(harness.preauthorizer.snapshot().json["requestors"]?["espn"]?["configuration"]?["state"] == "failed")
+    #expect(harness.preauthorizer.snapshot().json["requestors"]?["nbc"]?["configuration"]?["state"] == "configured")
     #expect(harness.clock.nextWakeUp == .seconds(1))
     harness.clock.advance(by: .seconds(1))
     #expect(await eventually { harness.fake.count("configuration") == 3 })
     #expect(await eventually { harness.clock.sleeperCount == 1 })
-    #expect(harness.preauthorizer.snapshot()["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
+    #expect(harness.preauthorizer.snapshot().json["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
     // A reload wakes the loop at once for a new requestor.
     harness.preauthorizer.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
     #expect(await eventually { harness.fake.count("configuration") == 4 })
@@ -137,7 +137,7 @@ import UpstreamHTTP
 
     var output = harness.logs.all
     output += harness.events.all.map { "\($0.topic) \(JSONValue.object($0.body).text)" }
-    output.append(harness.preauthorizer.snapshot().text)
+    output.append(harness.preauthorizer.snapshot().json.text)
     let secrets = [Harness.softwareStatement] + harness.fake.clientSecrets + harness.fake.issuedTokens
     #expect(secrets.count >= 5)
     #expect(harness.logs.all.count > 5, "logging was captured")

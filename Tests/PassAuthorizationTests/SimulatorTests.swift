@@ -146,7 +146,7 @@ struct SimulatorTests {
             let cached = preauthorizer.cachedResponse(for: PreauthorizeCommand(requestor: "espn", resources: ["r2"]))
             #expect(cached == permits(["r2"]))
             #expect(FileSystem.permissions(of: "\(directory)/pass-registration.json") == 0o600)
-            let snapshot = preauthorizer.snapshot()
+            let snapshot = preauthorizer.snapshot().json
             #expect(snapshot["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
             #expect(snapshot["requestors"]?["espn"]?["session"]?["mvpd"] == "Cablevision")
             #expect(events.bodies("auth.session").first?["state"] == "authenticated")
