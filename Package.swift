@@ -180,7 +180,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PreflightAgentTests",
-            dependencies: ["PreflightAgent", "PreflightProtocol"],
+            dependencies: [
+                "PreflightAgent", "PreflightProtocol", "TargetOffers", "PassAuthorization", "UpstreamHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(

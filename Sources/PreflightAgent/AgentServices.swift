@@ -83,6 +83,11 @@ public final class RequestWorkService: Service, Sendable {
         return true
     }
 
+    /// Takes no more work: what is submitted from now on is refused (the agent is stopping).
+    public func stopTakingWork() {
+        continuation.finish()
+    }
+
     public func run() async {
         await withDiscardingTaskGroup { group in
             await withGracefulShutdownHandler {
@@ -90,7 +95,7 @@ public final class RequestWorkService: Service, Sendable {
                     group.addTask { await job() }
                 }
             } onGracefulShutdown: {
-                self.continuation.finish()
+                self.stopTakingWork()
             }
             group.cancelAll()
         }

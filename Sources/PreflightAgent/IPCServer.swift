@@ -37,38 +37,43 @@ extension RequestHandler {
     public func endOfBatch() {}
 }
 
+/// Where deferred replies go and who admits the work behind them: `IPCServer`, or an in-process stand-in
+/// that tests drive a `RequestHandler` through.
+public protocol ReplySink: Sendable {
+    /// A place for work from `peer` waiting on the network; false when the limits are reached.
+    func admit(peer: [UInt8]) -> Bool
+    /// Queues the reply to admitted work (`frames`: the request's envelope and the reply body), from any
+    /// thread, and releases its place.
+    func deliver(role: EndpointRole, frames: [[UInt8]])
+}
+
 /// Sends one deferred reply, from any thread, to the peer that sent the request.
 public struct Responder: Sendable {
-    fileprivate let server: IPCServer
-    fileprivate let role: EndpointRole
+    private let sink: any ReplySink
+    private let role: EndpointRole
     /// The request as received: its envelope, then the body, which the reply replaces. Shared, not
     /// copied, until a deferred reply is made.
-    fileprivate let frames: [[UInt8]]
+    private let frames: [[UInt8]]
+
+    /// `frames` is the request as received: the routing id, the envelope, the body.
+    public init(sink: any ReplySink, role: EndpointRole, frames: [[UInt8]]) {
+        self.sink = sink
+        self.role = role
+        self.frames = frames
+    }
 
     /// Reserves a place for deferred work: false when the agent as a whole, or this peer, already has
     /// as much work waiting on the network as the limits allow (the caller then answers `overloaded`).
     /// Cheap answers need no place: under overload a cache hit is still served.
     public func admit() -> Bool {
-        server.admit(peer: frames[0])
+        sink.admit(peer: frames[0])
     }
 
     /// Queues the reply to admitted work for the I/O thread and wakes it. Call exactly once.
     public func respond(_ body: [UInt8]) {
         var reply = frames
         reply[reply.count - 1] = body
-        server.enqueue(.reply(role: role, frames: reply, deferred: true))
-    }
-}
-
-/// Bounds on work waiting on the network, so a flood cannot grow memory or tasks without bound, and
-/// one app cannot take every place.
-public struct AdmissionLimits: Sendable, Equatable {
-    public var maxInFlight: Int
-    public var maxInFlightPerPeer: Int
-
-    public init(maxInFlight: Int = 1024, maxInFlightPerPeer: Int = 128) {
-        self.maxInFlight = maxInFlight
-        self.maxInFlightPerPeer = maxInFlightPerPeer
+        sink.deliver(role: role, frames: reply)
     }
 }
 
@@ -93,7 +98,7 @@ public struct IPCCounters: Sendable, Equatable {
 /// requests are answered right there; replies from async work and events to publish arrive through a
 /// mutex-protected queue plus a write to the eventfd, so nothing waiting on the network delays an
 /// unrelated reply.
-public final class IPCServer: Sendable {
+public final class IPCServer: ReplySink {
     public struct Endpoints: Sendable, Equatable {
         public var app: String
         public var admin: String
@@ -130,21 +135,11 @@ public final class IPCServer: Sendable {
         case event(topic: String, body: [UInt8])
     }
 
-    private enum Phase: Sendable {
-        case idle
-        case running
-        /// New requests get `shutting_down`; the loop ends once in-flight work has replied or at the deadline.
-        case draining(deadline: ContinuousClock.Instant)
-        case stopped
-    }
-
     private struct Shared: Sendable {
         var outgoing: [Outgoing] = []
-        var phase: Phase = .idle
+        var admission = IPCAdmission()
         var counters = IPCCounters()
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
-        var inFlightByPeer: [[UInt8]: Int] = [:]
-        var limits = AdmissionLimits()
     }
 
     public let endpoints: Endpoints
@@ -179,7 +174,12 @@ public final class IPCServer: Sendable {
     }
 
     public var counters: IPCCounters {
-        var counters = shared.withLock { $0.counters }
+        var counters = shared.withLock { state in
+            var counters = state.counters
+            counters.inFlight = state.admission.inFlight
+            counters.refusedOverloaded = state.admission.refusedOverloaded
+            return counters
+        }
         counters.requests = requestCount.load(ordering: .relaxed)
         counters.replies = replyCount.load(ordering: .relaxed)
         return counters
@@ -187,29 +187,15 @@ public final class IPCServer: Sendable {
 
     /// Applies new admission limits (configuration reload).
     public func setLimits(_ limits: AdmissionLimits) {
-        shared.withLock { $0.limits = limits }
+        shared.withLock { $0.admission.limits = limits }
     }
 
-    fileprivate func admit(peer: [UInt8]) -> Bool {
-        shared.withLock { state in
-            let peerCount = state.inFlightByPeer[peer, default: 0]
-            guard state.counters.inFlight < state.limits.maxInFlight, peerCount < state.limits.maxInFlightPerPeer else {
-                state.counters.refusedOverloaded += 1
-                return false
-            }
-            state.counters.inFlight += 1
-            state.inFlightByPeer[peer] = peerCount + 1
-            return true
-        }
+    public func admit(peer: [UInt8]) -> Bool {
+        shared.withLock { $0.admission.admit(peer: peer) }
     }
 
-    private func release(peer: [UInt8]) {
-        shared.withLock { state in
-            state.counters.inFlight = max(0, state.counters.inFlight - 1)
-            if let count = state.inFlightByPeer[peer] {
-                state.inFlightByPeer[peer] = count > 1 ? count - 1 : nil
-            }
-        }
+    public func deliver(role: EndpointRole, frames: [[UInt8]]) {
+        enqueue(.reply(role: role, frames: frames, deferred: true))
     }
 
     /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).
@@ -236,14 +222,10 @@ public final class IPCServer: Sendable {
     public func stop(grace: Duration = .milliseconds(500)) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = shared.withLock { state -> Bool in
-                switch state.phase {
-                case .stopped, .idle:
+                switch state.admission.stop(now: .now, grace: grace) {
+                case .returnNow:
                     return true
-                case .running:
-                    state.phase = .draining(deadline: .now + grace)
-                    state.stopWaiters.append(continuation)
-                    return false
-                case .draining:
+                case .waitForTheLoop:
                     state.stopWaiters.append(continuation)
                     return false
                 }
@@ -289,11 +271,11 @@ public final class IPCServer: Sendable {
         do {
             sockets = try bindSockets()
         } catch {
-            shared.withLock { $0.phase = .stopped }
+            shared.withLock { $0.admission.finished() }
             started.resume(returning: .failure(error))
             return
         }
-        shared.withLock { $0.phase = .running }
+        shared.withLock { $0.admission.started() }
         started.resume(returning: .success(()))
         logger.info(
             "listening",
@@ -303,7 +285,7 @@ public final class IPCServer: Sendable {
         sockets.closeAll()
         removeSocketFiles()
         let waiters = shared.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.phase = .stopped
+            state.admission.finished()
             defer { state.stopWaiters = [] }
             return state.stopWaiters
         }
@@ -441,16 +423,12 @@ public final class IPCServer: Sendable {
                 answerHandshakes(on: zap, peerCheck)
             }
             flushOutgoing(sockets)
-            let draining: Bool
-            switch shared.withLock({ $0.phase }) {
-            case .draining(let deadline):
-                if shared.withLock({ $0.counters.inFlight == 0 }) || ContinuousClock.now >= deadline {
-                    flushOutgoing(sockets)
-                    return
-                }
-                draining = true
-            default:
-                draining = false
+            let (draining, drainIsOver) = shared.withLock { state in
+                (state.admission.isDraining, state.admission.drainIsOver(now: .now))
+            }
+            if drainIsOver {
+                flushOutgoing(sockets)
+                return
             }
             // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
             for (index, role) in [(0, EndpointRole.app), (1, EndpointRole.admin)]
@@ -565,7 +543,7 @@ public final class IPCServer: Sendable {
             frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
             return frames
         }
-        let responder = Responder(server: self, role: role, frames: frames)
+        let responder = Responder(sink: self, role: role, frames: frames)
         guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
         frames[delimiter + 1] = reply
         return frames
@@ -579,7 +557,7 @@ public final class IPCServer: Sendable {
         for item in batch {
             switch item {
             case .reply(let role, let frames, let deferred):
-                if deferred { release(peer: frames[0]) }
+                if deferred { shared.withLock { $0.admission.release(peer: frames[0]) } }
                 send(frames, on: sockets.socket(for: role), role: role)
             case .event(let topic, let body):
                 do {
