@@ -144,8 +144,8 @@ public final class IPCServer: ReplySink {
 
     public let endpoints: Endpoints
     private let handler: any RequestHandler
-    private let logger: Logger
-    private let maxBodyBytes: Int
+    let logger: Logger
+    let maxBodyBytes: Int
     private let wakeUp: WakeUpSignal
     private let shared = Mutex(Shared())
     /// Counted on every message, outside the mutex.
@@ -245,27 +245,6 @@ public final class IPCServer: ReplySink {
 
     // MARK: - The I/O thread
 
-    /// The sockets, created, used and closed on the I/O thread only.
-    private struct Sockets {
-        let context: ZeroMQContext
-        let app: ZeroMQSocket
-        let admin: ZeroMQSocket
-        let events: ZeroMQSocket
-        /// The ZAP handler's socket, when admin peers are checked.
-        let zap: ZeroMQSocket?
-
-        func socket(for role: EndpointRole) -> ZeroMQSocket {
-            role == .app ? app : admin
-        }
-
-        func closeAll() {
-            for socket in [app, admin, events] + (zap.map { [$0] } ?? []) {
-                try? socket.setOption(.linger(milliseconds: 200))
-                socket.close()
-            }
-        }
-    }
-
     private func runThread(started: CheckedContinuation<Result<Void, AgentError>, Never>) {
         let sockets: Sockets
         do {
@@ -290,112 +269,6 @@ public final class IPCServer: ReplySink {
             return state.stopWaiters
         }
         for waiter in waiters { waiter.resume() }
-    }
-
-    private func bindSockets() throws(AgentError) -> Sockets {
-        let context: ZeroMQContext
-        let app: ZeroMQSocket
-        let admin: ZeroMQSocket
-        let events: ZeroMQSocket
-        var zap: ZeroMQSocket?
-        do {
-            context = try ZeroMQContext(ioThreads: 1)
-            app = try context.makeSocket(.router)
-            admin = try context.makeSocket(.router)
-            events = try context.makeSocket(.pub)
-            // Bodies somewhat over the limit still get a payload_too_large reply; beyond twice the limit
-            // libzmq drops the connection instead of buffering an arbitrarily large message.
-            let maxMessage = Int64(maxBodyBytes) * 2 + 4096
-            for router in [app, admin] {
-                try router.setOption(.routerMandatory(true))
-                try router.setOption(.maxMessageSize(maxMessage))
-                try router.setOption(.sendHighWaterMark(1000))
-                try router.setOption(.receiveHighWaterMark(1000))
-                try router.setOption(.linger(milliseconds: 0))
-            }
-            try events.setOption(.sendHighWaterMark(1000))
-            try events.setOption(.linger(milliseconds: 0))
-            if !endpoints.allowedAdminGroups.isEmpty {
-                // The handler must be bound before any admin connection can start its handshake.
-                let handler = try context.makeSocket(.rep)
-                try handler.setOption(.linger(milliseconds: 0))
-                try handler.bind("inproc://zeromq.zap.01")
-                zap = handler
-                try admin.setOption(.zapDomain(AdminPeerCheck.domain))
-            }
-        } catch {
-            throw AgentError.bindFailed(endpoints.app, reason: "\(error)")
-        }
-        var bound: [ZeroMQSocket] = []
-        let plan = [
-            (app, endpoints.app, endpoints.appGroup), (admin, endpoints.admin, endpoints.adminGroup),
-            (events, endpoints.events, endpoints.appGroup),
-        ]
-        for (socket, endpoint, group) in plan {
-            do {
-                try prepareFolder(for: endpoint)
-                try socket.bind(endpoint)
-                bound.append(socket)
-                applyPermissions(endpoint, group: group)
-            } catch {
-                app.close()
-                admin.close()
-                events.close()
-                zap?.close()
-                // Only the files of endpoints this process bound are ours to remove.
-                for (other, otherEndpoint) in [(app, endpoints.app), (admin, endpoints.admin)]
-                where bound.contains(where: { $0 === other }) {
-                    Self.removeSocketFile(of: otherEndpoint)
-                }
-                if let error = error as? ZeroMQError, error == .addressInUse {
-                    throw AgentError.endpointInUse(endpoint)
-                }
-                throw AgentError.bindFailed(endpoint, reason: "\(error)")
-            }
-        }
-        return Sockets(context: context, app: app, admin: admin, events: events, zap: zap)
-    }
-
-    /// Creates the folder of an ipc endpoint when missing (`RuntimeDirectory=` does it under systemd).
-    private func prepareFolder(for endpoint: String) throws {
-        guard let path = ipcPath(of: endpoint) else { return }
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    }
-
-    /// Socket files are mode 0660 and, where configured, owned by the group allowed to use them: the
-    /// file permissions are the access control on the box (PROTOCOL.md, Transport).
-    private func applyPermissions(_ endpoint: String, group: String?) {
-        guard let path = ipcPath(of: endpoint) else { return }
-        if chmod(path, 0o660) != 0 {
-            logger.warning("cannot chmod the socket file", metadata: ["file": "\(path)", "errno": "\(errno)"])
-        }
-        guard let group else { return }
-        guard let entry = getgrnam(group) else {
-            logger.warning(
-                "group \(group) does not exist; the socket file keeps the agent's group",
-                metadata: ["file": "\(path)"]
-            )
-            return
-        }
-        if chown(path, uid_t.max, entry.pointee.gr_gid) != 0 {
-            logger.warning(
-                "cannot give the socket file to group \(group)",
-                metadata: ["file": "\(path)", "errno": "\(errno)"]
-            )
-        }
-    }
-
-    private static func removeSocketFile(of endpoint: String) {
-        guard let path = ipcPath(of: endpoint) else { return }
-        unlink(path)
-    }
-
-    /// libzmq leaves ipc socket files behind on close; a clean stop removes them.
-    private func removeSocketFiles() {
-        for endpoint in [endpoints.app, endpoints.admin, endpoints.events] {
-            Self.removeSocketFile(of: endpoint)
-        }
     }
 
     private func runLoop(_ sockets: Sockets) {
