@@ -163,12 +163,20 @@ import Testing
         }
     }
 
-    @Test func oneCancelledCallerLeavesTheOperationToTheOther() async throws {
+    /// Two callers sharing one running operation.
+    private static func twoCallersOfOneOperation() async throws -> (
+        SingleFlight<String, Bool>, GatedOperation, Task<Bool, Never>, Task<Bool, Never>
+    ) {
         let flight = SingleFlight<String, Bool>()
         let operation = GatedOperation()
         let first = Task { await flight.run("token") { await operation.run() } }
         let second = Task { await flight.run("token") { await operation.run() } }
-        try await Self.waitUntil("two waiters") { flight.waiters("token") == 2 }
+        try await waitUntil("two waiters") { flight.waiters("token") == 2 }
+        return (flight, operation, first, second)
+    }
+
+    @Test func oneCancelledCallerLeavesTheOperationToTheOther() async throws {
+        let (flight, operation, first, second) = try await Self.twoCallersOfOneOperation()
         first.cancel()
         try await Self.waitUntil("one waiter") { flight.waiters("token") == 1 }
         operation.open.store(true, ordering: .sequentiallyConsistent)
@@ -179,11 +187,7 @@ import Testing
     }
 
     @Test func theOperationIsCancelledWhenEveryCallerIs() async throws {
-        let flight = SingleFlight<String, Bool>()
-        let operation = GatedOperation()
-        let first = Task { await flight.run("token") { await operation.run() } }
-        let second = Task { await flight.run("token") { await operation.run() } }
-        try await Self.waitUntil("two waiters") { flight.waiters("token") == 2 }
+        let (flight, operation, first, second) = try await Self.twoCallersOfOneOperation()
         first.cancel()
         second.cancel()
         #expect(await first.value == true)
