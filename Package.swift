@@ -62,6 +62,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "PreflightCore",
+            dependencies: ["CLinuxShims"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "UpstreamHTTPClient",
             dependencies: [
                 "UpstreamHTTP",
@@ -72,6 +77,7 @@ let package = Package(
         .target(
             name: "TargetOffers",
             dependencies: [
+                "PreflightCore",
                 "PreflightProtocol",
                 "StateFiles",
                 "UpstreamHTTP",
@@ -83,6 +89,7 @@ let package = Package(
         .target(
             name: "PassAuthorization",
             dependencies: [
+                "PreflightCore",
                 "PreflightProtocol",
                 "StateFiles",
                 "UpstreamHTTP",
@@ -95,6 +102,7 @@ let package = Package(
             dependencies: [
                 "CLinuxShims",
                 "ZeroMQ",
+                "PreflightCore",
                 "PreflightProtocol",
                 "TargetOffers",
                 "PassAuthorization",
@@ -121,7 +129,7 @@ let package = Package(
         ),
         .target(
             name: "PreflightClient",
-            dependencies: ["ZeroMQ", "PreflightProtocol"],
+            dependencies: ["ZeroMQ", "PreflightCore", "PreflightProtocol"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -161,19 +169,25 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
+            name: "PreflightCoreTests",
+            dependencies: ["PreflightCore", "CLinuxShims"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
             name: "PreflightProtocolTests",
             dependencies: ["PreflightProtocol"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "TargetOffersTests",
-            dependencies: ["TargetOffers", "PreflightProtocol", "UpstreamHTTP"],
+            dependencies: ["TargetOffers", "PreflightCore", "PreflightProtocol", "UpstreamHTTP"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "PassAuthorizationTests",
             dependencies: [
-                "PassAuthorization", "PreflightProtocol", "StateFiles", "UpstreamHTTP", "UpstreamHTTPClient",
+                "PassAuthorization", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP",
+                "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -1,3 +1,4 @@
+import PreflightCore
 import Synchronization
 
 /// At most one running operation per key; callers arriving while it runs share its result.
@@ -46,7 +47,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Returns at a signal, after `timeout` on `clock`, or when the task is cancelled.
-    func wait(timeout: Duration, clock: PassClock) async {
+    func wait(timeout: Duration, clock: any AgentClock) async {
         guard timeout > .zero else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await clock.sleep(timeout) }

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -112,7 +113,7 @@ struct UpstreamHealth: Sendable {
 final class PassUpstream: Sendable {
     let health = Mutex(UpstreamHealth())
     let transport: any HTTPTransport
-    let clock: PassClock
+    let clock: any AgentClock
     let logger: Logger
     let settings: Mutex<UpstreamSettings>
     let pacer: Mutex<RequestPacer>
@@ -126,7 +127,7 @@ final class PassUpstream: Sendable {
         transport: any HTTPTransport,
         settings: UpstreamSettings,
         credentials: Credentials,
-        clock: PassClock,
+        clock: any AgentClock,
         logger: Logger,
         reportError: @escaping @Sendable (_ operation: PassOperation, _ status: Int, _ code: String) -> Void
     ) {
@@ -449,7 +450,7 @@ final class PassUpstream: Sendable {
             }
             if slot > now {
                 do {
-                    try await clock.sleep(slot - now)
+                    try await clock.sleep(for: slot - now)
                 } catch {
                     return .networkError("cancelled")
                 }

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -22,7 +23,7 @@ public final class Preauthorizer: Sendable {
     private let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
     private let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
     private let wakeUp = WakeSignal()
-    private let clock: PassClock
+    private let clock: any AgentClock
     private let logger: Logger
     private let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
     private let stateDirectory: String
@@ -34,7 +35,7 @@ public final class Preauthorizer: Sendable {
     ///   - configuration: the `pass.*` configuration.
     ///   - transport: how requests reach Adobe Pass (AsyncHTTPClient in the agent, a fake in tests).
     ///   - stateDirectory: where `pass-registration.json` (mode 0600) is kept across restarts.
-    ///   - clock: monotonic and wall time, and sleeping; `.system` in the agent.
+    ///   - clock: monotonic and wall time, and sleeping; `SystemClock()` in the agent.
     ///   - logger: the agent's logger; this module never makes one.
     ///   - publish: sends an event (topic, JSON body) to subscribers; called from any thread, never under
     ///     a lock of this type.
@@ -42,7 +43,7 @@ public final class Preauthorizer: Sendable {
         configuration: PassConfiguration,
         transport: any HTTPTransport,
         stateDirectory: String,
-        clock: PassClock = .system,
+        clock: any AgentClock = SystemClock(),
         logger: Logger,
         publish: @escaping @Sendable (_ topic: String, _ body: JSONObject) -> Void
     ) {

@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 
@@ -59,9 +60,9 @@ public final class CommandStatistics: Sendable {
     public init() {}
 
     /// Records one reply; `errorCode` is nil for a success.
-    /// `started` is a `MonotonicClock.nanoseconds()` reading.
+    /// `started` is a `SystemClock.monotonicNanoseconds()` reading.
     public func record(_ command: String, since started: UInt64, errorCode: String?) {
-        let milliseconds = Double(MonotonicClock.nanoseconds() &- started) / 1e6
+        let milliseconds = Double(SystemClock.monotonicNanoseconds() &- started) / 1e6
         entries.withLock { entries in
             entries[command, default: Entry()].latency.record(milliseconds: milliseconds)
             if let errorCode { entries[command, default: Entry()].errors[errorCode, default: 0] += 1 }
@@ -90,15 +91,5 @@ public final class CommandStatistics: Sendable {
                 }
             )
         )
-    }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the request path's timer. `ContinuousClock` reads the same clock,
-/// but turning its `Duration` into milliseconds goes through 128-bit arithmetic on every request.
-public enum MonotonicClock {
-    public static func nanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 }

@@ -1,5 +1,6 @@
 import DequeModule
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 
@@ -105,10 +106,10 @@ public final class NotificationQueue: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let journalPath: String?
-    private let clock: TargetClock
+    private let clock: any AgentClock
     private let logger: Logger
 
-    public init(journalPath: String?, capacity: Int, clock: TargetClock, logger: Logger) {
+    public init(journalPath: String?, capacity: Int, clock: any AgentClock, logger: Logger) {
         self.journalPath = journalPath
         self.capacity = capacity
         self.clock = clock

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -54,7 +55,7 @@ public final class TargetService: Sendable {
     public let visitor: VisitorSession
     public let notifications: NotificationQueue
     private let transport: any HTTPTransport
-    private let clock: TargetClock
+    private let clock: any AgentClock
     private let logger: Logger
     private let publish: @Sendable (String, JSONObject) -> Void
     private let configurationBox: Mutex<TargetConfiguration>
@@ -65,7 +66,7 @@ public final class TargetService: Sendable {
         configuration: TargetConfiguration,
         transport: any HTTPTransport,
         stateDirectory: String?,
-        clock: TargetClock = .system,
+        clock: any AgentClock = SystemClock(),
         logger: Logger,
         publish: @escaping @Sendable (String, JSONObject) -> Void
     ) {
