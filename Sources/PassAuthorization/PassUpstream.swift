@@ -425,7 +425,10 @@ final class PassUpstream: Sendable {
             }
             guard response.status == 429 else { return .success((response: response, settings: settings)) }
             throttled += 1
-            let wait = min(Self.retryAfter(response) ?? Self.backoff(attempt: throttled), Self.longestRetryAfter)
+            let wait = min(
+                Self.retryAfter(response) ?? Self.throttleBackoff.delay(attempt: throttled),
+                Self.longestRetryAfter
+            )
             let now = clock.now()
             pacer.withLock { $0.block(until: now + wait) }
             report(operation, status: 429, code: "too_many_requests")
@@ -521,8 +524,6 @@ final class PassUpstream: Sendable {
         return .seconds(max(1, seconds))
     }
 
-    /// 1 s, 2 s, 4 s … for 429s without a usable Retry-After.
-    static func backoff(attempt: Int) -> Duration {
-        .seconds(1 << min(max(attempt - 1, 0), 6))
-    }
+    /// 1 s, 2 s, 4 s … 64 s for 429s without a usable Retry-After.
+    static let throttleBackoff = Backoff(base: .seconds(1), doublings: 6)
 }

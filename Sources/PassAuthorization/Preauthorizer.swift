@@ -299,7 +299,7 @@ public final class Preauthorizer: Sendable {
                     requestorState.configurationError = problem
                     requestorState.configurationAttempts += 1
                     requestorState.nextConfigurationAttempt =
-                        now + Self.backoff(failures: requestorState.configurationAttempts)
+                        now + Self.retryBackoff.delay(attempt: requestorState.configurationAttempts)
                 }
                 state.requestors[requestor] = requestorState
             }
@@ -315,10 +315,8 @@ public final class Preauthorizer: Sendable {
         }
     }
 
-    /// 1 s, 2 s, 4 s … up to a minute.
-    static func backoff(failures: Int) -> Duration {
-        min(.seconds(1 << min(max(failures - 1, 0), 6)), .seconds(60))
-    }
+    /// After failures to configure a requestor or to get a token: 1 s, 2 s, 4 s … up to a minute.
+    static let retryBackoff = Backoff(base: .seconds(1), doublings: 6, cap: .seconds(60))
 
     // MARK: Authentication session
 
@@ -495,7 +493,7 @@ public final class Preauthorizer: Sendable {
             case .success, .failure:
                 // No token, or renewing it failed while the old one still works: try again later.
                 tokenFailures += 1
-                wakeAt = clock.now() + Self.backoff(failures: tokenFailures)
+                wakeAt = clock.now() + Self.retryBackoff.delay(attempt: tokenFailures)
             }
             if Task.isCancelled { break }
             await wakeUp.wait(timeout: wakeAt - clock.now(), clock: clock)

@@ -183,8 +183,11 @@ public final class NotificationQueue: Sendable {
         }
     }
 
-    /// Puts a batch back after a failed send and schedules the next attempt with exponential backoff and
-    /// jitter (1 s doubling to 5 minutes).
+    /// The wait before the next send after failures: 1 s doubling (at most eight times, at most 5 minutes),
+    /// with equal jitter.
+    static let retryBackoff = Backoff(base: .seconds(1), doublings: 8, cap: .seconds(300), jitter: .equal)
+
+    /// Puts a batch back after a failed send and schedules the next attempt by `retryBackoff`.
     public func fail(_ batch: [DisplayNotification], error: String) {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
@@ -195,10 +198,7 @@ public final class NotificationQueue: Sendable {
             state.counters.failedAttempts += 1
             state.counters.lastError = error
             state.counters.lastErrorAtMs = epoch
-            let exponent = min(state.consecutiveFailures - 1, 8)
-            let base = min(1000 << exponent, 300_000)
-            let jittered = base / 2 + Int.random(in: 0...(base / 2))
-            state.retryAt = now + .milliseconds(jittered)
+            state.retryAt = now + Self.retryBackoff.delay(attempt: state.consecutiveFailures)
         }
     }
 
