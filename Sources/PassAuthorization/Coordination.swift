@@ -1,29 +1,6 @@
 import PreflightCore
 import Synchronization
 
-/// At most one running operation per key; callers arriving while it runs share its result.
-final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let running = Mutex<[Key: Task<Value, Never>]>([:])
-
-    func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> Value {
-        let task = running.withLock { running in
-            if let task = running[key] { return task }
-            let task = Task { await operation() }
-            running[key] = task
-            return task
-        }
-        let value = await task.value
-        running.withLock { running in
-            if running[key] == task { running[key] = nil }
-        }
-        return value
-    }
-
-    func isRunning(_ key: Key) -> Bool {
-        running.withLock { $0[key] != nil }
-    }
-}
-
 /// Wakes the background loop early (a reloaded configuration, an app asking for a requestor that is not
 /// configured yet). A signal given while nobody waits is kept for the next wait.
 final class WakeSignal: Sendable {
@@ -50,7 +27,7 @@ final class WakeSignal: Sendable {
     func wait(timeout: Duration, clock: any AgentClock) async {
         guard timeout > .zero else { return }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await clock.sleep(timeout) }
+            group.addTask { try? await clock.sleep(for: timeout) }
             group.addTask { await self.waitForSignal() }
             await group.next()
             group.cancelAll()

@@ -60,7 +60,7 @@ public final class TargetService: Sendable {
     private let publish: @Sendable (String, JSONObject) -> Void
     private let configurationBox: Mutex<TargetConfiguration>
     private let counterBox = Mutex(TargetCounters())
-    private let inFlightMisses = Mutex([MissKey: Task<[MissKey: MissOutcome], Never>]())
+    private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
         configuration: TargetConfiguration,
@@ -171,34 +171,10 @@ public final class TargetService: Sendable {
         for (index, request) in command.requests.enumerated() where pending.answered[index] == nil {
             keys[index] = MissKey(name: request.name, targeting: request.targeting, profile: command.profileParameters)
         }
-        // Join calls in flight for identical misses; start one call for the rest.
-        let (joined, started) = inFlightMisses.withLock { inFlight in
-            var joined: [MissKey: Task<[MissKey: MissOutcome], Never>] = [:]
-            var fresh: [MissKey] = []
-            for key in Set(keys.values) {
-                if let task = inFlight[key] { joined[key] = task } else { fresh.append(key) }
-            }
-            var started: Task<[MissKey: MissOutcome], Never>?
-            if !fresh.isEmpty {
-                let ordered = keys.sorted { $0.key < $1.key }.map(\.value).filter { fresh.contains($0) }
-                var unique: [MissKey] = []
-                for key in ordered where !unique.contains(key) { unique.append(key) }
-                let task = Task { await self.execute(unique, profile: command.profileParameters) }
-                for key in unique { inFlight[key] = task }
-                started = task
-            }
-            return (joined, started)
-        }
-        var outcomes: [MissKey: MissOutcome] = [:]
-        if let started {
-            let results = await started.value
-            inFlightMisses.withLock { inFlight in
-                for key in results.keys { inFlight[key] = nil }
-            }
-            outcomes.merge(results) { first, _ in first }
-        }
-        for (key, task) in joined {
-            outcomes[key] = await task.value[key]
+        // Join calls in flight for identical misses; start one call for the rest, in request order.
+        let profile = command.profileParameters
+        let outcomes = await inFlightMisses.run(batch: keys.sorted { $0.key < $1.key }.map(\.value)) { fresh in
+            await self.execute(fresh, profile: profile)
         }
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
