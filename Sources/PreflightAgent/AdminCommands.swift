@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import TargetOffers
 

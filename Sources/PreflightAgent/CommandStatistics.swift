@@ -6,36 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Latency samples of one kind of work, kept in a ring so memory stays bounded on a box that runs
-/// for months; percentiles are computed on demand from the most recent samples.
-public struct LatencyRing: Sendable {
-    public static let capacity = 2048
-    private var samples: [Double] = []
-    private var next = 0
-    public private(set) var count = 0
-
-    public init() {}
-
-    public mutating func record(milliseconds: Double) {
-        count += 1
-        if samples.count < Self.capacity {
-            samples.append(milliseconds)
-        } else {
-            samples[next] = milliseconds
-            next = (next + 1) % Self.capacity
-        }
-    }
-
-    /// Nearest-rank percentiles (0...100) of the samples held, or nil when there are none.
-    public func percentiles(_ ranks: [Double]) -> [Double]? {
-        guard !samples.isEmpty else { return nil }
-        let sorted = samples.sorted()
-        return ranks.map { rank in
-            let index = Int((rank / 100 * Double(sorted.count)).rounded(.up)) - 1
-            return sorted[min(max(index, 0), sorted.count - 1)]
-        }
-    }
-
+extension LatencyRing {
     /// `{"count": n, "p50Ms": …, "p90Ms": …, "p99Ms": …}`.
     public var json: JSONValue {
         var object: JSONObject = ["count": .integer(Int64(count))]

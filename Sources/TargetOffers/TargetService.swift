@@ -25,7 +25,9 @@ public struct TargetCounters: Sendable, Equatable {
     public var lastError: String?
     public var lastErrorCode: String?
     /// The most recent upstream latencies in milliseconds (a ring of 1,000), for percentiles.
-    public var upstreamLatenciesMs: [Double] = []
+    public var upstreamLatency = LatencyRing(capacity: 1000)
+    /// The samples of `upstreamLatency`, oldest first.
+    public var upstreamLatenciesMs: [Double] { upstreamLatency.recent }
 }
 
 /// The Target half of the agent: the SDK's prefetch API on the Delivery API.
@@ -369,8 +371,7 @@ public final class TargetService: Sendable {
         let epoch = clock.epochMilliseconds()
         counterBox.withLock { counters in
             counters.upstreamCalls += 1
-            if counters.upstreamLatenciesMs.count >= 1000 { counters.upstreamLatenciesMs.removeFirst() }
-            counters.upstreamLatenciesMs.append(latencyMs)
+            counters.upstreamLatency.record(milliseconds: latencyMs)
             switch result {
             case .success: counters.lastSuccessAtMs = epoch
             case .failure(let failure):
