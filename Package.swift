@@ -36,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         // Already in the graph through SwiftNIO; named for its Deque (the notification queue).
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        // Already in the graph through async-http-client (swift-configuration) and SwiftNIO; named for its
+        // FileDescriptor (StateFiles).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -59,6 +62,7 @@ let package = Package(
         ),
         .target(
             name: "StateFiles",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -171,6 +175,11 @@ let package = Package(
         .testTarget(
             name: "PreflightCoreTests",
             dependencies: ["PreflightCore", "CLinuxShims"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "StateFilesTests",
+            dependencies: ["StateFiles"],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import Logging
 import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 import ZeroMQ
 
@@ -379,7 +380,7 @@ public final class IPCServer: Sendable {
     private func prepareFolder(for endpoint: String) throws {
         guard let path = ipcPath(of: endpoint) else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(folder)
     }
 
     /// Socket files are mode 0660 and, where configured, owned by the group allowed to use them: the
@@ -407,7 +408,7 @@ public final class IPCServer: Sendable {
 
     private static func removeSocketFile(of endpoint: String) {
         guard let path = ipcPath(of: endpoint) else { return }
-        unlink(path)
+        try? FileSystem.remove(path)
     }
 
     /// libzmq leaves ipc socket files behind on close; a clean stop removes them.

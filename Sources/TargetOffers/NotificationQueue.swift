@@ -2,6 +2,7 @@ import DequeModule
 import Logging
 import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -92,7 +93,7 @@ public final class NotificationQueue: Sendable {
     private struct State: Sendable {
         var pending = Deque<DisplayNotification>()
         var inFlight: [String: DisplayNotification] = [:]
-        var journal: CInt = -1
+        var journal: OpenFile?
         var journalDirty = false
         var journalLines = 0
         /// Journal lines queued in memory for the next `write(2)` (group commit; see `commitJournal`).
@@ -118,11 +119,11 @@ public final class NotificationQueue: Sendable {
     }
 
     deinit {
-        let descriptor = state.withLock { state in
+        let journal = state.withLock { state in
             writeUnwrittenLocked(&state)
             return state.journal
         }
-        if descriptor >= 0 { close(descriptor) }
+        journal?.close()
     }
 
     /// Queues a notification and its journal line. The line reaches the file at the next
@@ -218,13 +219,13 @@ public final class NotificationQueue: Sendable {
 
     /// Flushes the journal to disk if anything was appended since the last sync.
     public func syncJournal() {
-        let descriptor = state.withLock { state -> CInt in
+        let journal = state.withLock { state -> OpenFile? in
             writeUnwrittenLocked(&state)
-            guard state.journalDirty else { return -1 }
+            guard state.journalDirty else { return nil }
             state.journalDirty = false
             return state.journal
         }
-        if descriptor >= 0 { fsync(descriptor) }
+        try? journal?.sync()
     }
 
     public struct Summary: Sendable, Equatable {
@@ -292,32 +293,20 @@ public final class NotificationQueue: Sendable {
 
     /// Queues one journal line, written by `write`, for the next `write(2)` (at once past 64 KiB).
     private func appendLocked(_ state: inout State, writing write: (inout [UInt8]) -> Void) {
-        guard state.journal >= 0 else { return }
+        guard state.journal != nil else { return }
         write(&state.unwritten)
         state.unwrittenLines += 1
         if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
     }
 
     private func writeUnwrittenLocked(_ state: inout State) {
-        guard state.journal >= 0, !state.unwritten.isEmpty else { return }
-        let descriptor = state.journal
-        let ok = state.unwritten.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
-        if ok {
+        guard let journal = state.journal, !state.unwritten.isEmpty else { return }
+        do throws(SystemCallError) {
+            try journal.writeAll(state.unwritten)
             state.journalDirty = true
             state.journalLines += state.unwrittenLines
-        } else {
-            logger.error("cannot append to the notification journal", metadata: ["errno": "\(errno)"])
+        } catch {
+            logger.error("cannot append to the notification journal", metadata: ["errno": "\(error.errno)"])
         }
         state.unwritten.removeAll(keepingCapacity: true)
         state.unwrittenLines = 0
@@ -333,7 +322,9 @@ public final class NotificationQueue: Sendable {
         guard let journalPath else { return }
         state.withLock { state in
             let live = state.pending.count + state.inFlight.count
-            guard state.journal >= 0, state.journalLines + state.unwrittenLines > max(1000, 4 * live) else { return }
+            guard let journal = state.journal, state.journalLines + state.unwrittenLines > max(1000, 4 * live) else {
+                return
+            }
             let lines = (Array(state.inFlight.values) + Array(state.pending)).flatMap { Self.journalLine(add: $0) }
             do {
                 try StateFile.atomicWrite(lines, to: journalPath, mode: 0o600)
@@ -341,16 +332,18 @@ public final class NotificationQueue: Sendable {
                 logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
                 return
             }
-            let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard descriptor >= 0 else {
+            let reopened: OpenFile
+            do throws(SystemCallError) {
+                reopened = try OpenFile.appending(to: journalPath)
+            } catch {
                 logger.error(
                     "cannot reopen the compacted notification journal; new notifications will not survive a restart",
-                    metadata: ["errno": "\(errno)"]
+                    metadata: ["errno": "\(error.errno)"]
                 )
                 return
             }
-            close(state.journal)
-            state.journal = descriptor
+            journal.close()
+            state.journal = reopened
             state.journalLines = live
             // The rewrite holds every live notification; lines not yet written are history now.
             state.unwritten.removeAll(keepingCapacity: true)
@@ -361,10 +354,11 @@ public final class NotificationQueue: Sendable {
 
     /// With nothing pending, the journal's history is dead weight: start it afresh.
     private func compactIfIdleLocked(_ state: inout State) {
-        guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, state.journal >= 0 else {
+        guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, let journal = state.journal
+        else {
             return
         }
-        if ftruncate(state.journal, 0) == 0 {
+        if (try? journal.truncate()) != nil {
             state.journalLines = 0
             state.journalDirty = true
         }
@@ -373,7 +367,8 @@ public final class NotificationQueue: Sendable {
     private func replayJournal() {
         guard let journalPath else { return }
         var pending: [DisplayNotification] = []
-        if let data = FileManager.default.contents(atPath: journalPath) {
+        // Unreadable counts as missing, and there is no size bound, as when this read through FileManager.
+        if let data = try? FileSystem.readFile(journalPath, limit: .max) {
             var acknowledged = Set<String>()
             var added: [DisplayNotification] = []
             var unreadable = 0
@@ -407,12 +402,12 @@ public final class NotificationQueue: Sendable {
         } catch {
             logger.error("cannot rewrite the notification journal", metadata: ["error": "\(error)"])
         }
-        let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        if descriptor < 0 {
+        let journal = try? OpenFile.appending(to: journalPath, creatingWith: 0o600)
+        if journal == nil {
             logger.error("cannot open the notification journal; notifications will not survive a restart")
         }
         state.withLock { state in
-            state.journal = descriptor
+            state.journal = journal
             state.pending = Deque(pending)
             state.journalLines = pending.count
             state.counters.replayed = pending.count
