@@ -2,31 +2,10 @@ import PreflightCore
 import Synchronization
 import Testing
 
-/// Holds operations until opened, and counts who is waiting.
-private final class Latch: Sendable {
-    private let state = Mutex((open: false, waiters: [CheckedContinuation<Void, Never>]()))
-
-    var waiting: Int { state.withLock { $0.waiters.count } }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock { state in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+/// Operations hold on a manual clock until the test advances it, so the test knows how many are running.
+extension ManualClock {
+    fileprivate func hold() async { try? await sleep(for: .seconds(1)) }
+    fileprivate func release() { advance(by: .seconds(1)) }
 }
 
 private struct Failure: Error, Equatable {
@@ -37,44 +16,49 @@ private struct Failure: Error, Equatable {
     @Test func concurrentCallersForOneKeyShareOneCall() async {
         let flights = SingleFlight<String, Int>()
         let calls = Mutex(0)
-        let latch = Latch()
+        let gate = ManualClock()
         let operation: @Sendable () async -> Int = {
             let call = calls.withLock { count in
                 count += 1
                 return count
             }
-            await latch.wait()
+            await gate.hold()
             return call * 10
         }
         async let first = flights.run("a", operation)
-        while latch.waiting == 0 { await Task.yield() }
+        while gate.sleeperCount == 0 { await Task.yield() }
         #expect(flights.isRunning("a"))
-        async let second = flights.run("a", operation)
+        // Joining is synchronous: the second caller shares the first call before anything is released.
+        let joined = flights.begin("a", operation)
+        async let second = joined.value()
         async let other = flights.run("b", operation)
-        while latch.waiting < 2 { await Task.yield() }
-        latch.open()
+        while gate.sleeperCount < 2 { await Task.yield() }
+        gate.release()
         let results = await [first, second, other]
         #expect(results[0] == 10 && results[1] == 10)
         #expect(results[2] == 20)
         #expect(calls.withLock { $0 } == 2)
         #expect(!flights.isRunning("a") && !flights.isRunning("b"))
         // Once finished, the next caller starts a new call.
-        #expect(await flights.run("a", operation) == 30)
+        async let again = flights.run("a", operation)
+        while gate.sleeperCount == 0 { await Task.yield() }
+        gate.release()
+        #expect(await again == 30)
     }
 
     @Test func everySharerGetsTheSameFailure() async {
         let flights = SingleFlight<Int, Result<String, Failure>>()
-        let latch = Latch()
+        let gate = ManualClock()
         let calls = Mutex(0)
         let operation: @Sendable () async -> Result<String, Failure> = {
             calls.withLock { $0 += 1 }
-            await latch.wait()
+            await gate.hold()
             return .failure(Failure(reason: "upstream down"))
         }
         let first = flights.begin(1, operation)
         let second = flights.begin(1, operation)
-        while latch.waiting == 0 { await Task.yield() }
-        latch.open()
+        while gate.sleeperCount == 0 { await Task.yield() }
+        gate.release()
         #expect(await first.value() == .failure(Failure(reason: "upstream down")))
         #expect(await second.value() == .failure(Failure(reason: "upstream down")))
         #expect(calls.withLock { $0 } == 1)
@@ -83,18 +67,18 @@ private struct Failure: Error, Equatable {
 
     @Test func aBatchJoinsRunningKeysAndStartsOneCallForTheRest() async {
         let flights = SingleFlight<String, String>()
-        let latch = Latch()
+        let gate = ManualClock()
         let batches = Mutex([[String]]())
         let operation: @Sendable ([String]) async -> [String: String] = { keys in
             batches.withLock { $0.append(keys) }
-            await latch.wait()
+            await gate.hold()
             return Dictionary(uniqueKeysWithValues: keys.map { ($0, "value of \($0)") })
         }
         async let first = flights.run(batch: ["x", "y", "x"], operation)
-        while latch.waiting == 0 { await Task.yield() }
+        while gate.sleeperCount == 0 { await Task.yield() }
         async let second = flights.run(batch: ["z", "y"], operation)
-        while latch.waiting < 2 { await Task.yield() }
-        latch.open()
+        while gate.sleeperCount < 2 { await Task.yield() }
+        gate.release()
         let (one, two) = await (first, second)
         #expect(one == ["x": "value of x", "y": "value of y"])
         #expect(two == ["z": "value of z", "y": "value of y"])
