@@ -36,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         // Already in the graph through SwiftNIO; named for its Deque (the notification queue).
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        // Already in the graph through async-http-client (swift-configuration) and SwiftNIO; named for its
+        // FileDescriptor (StateFiles).
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -59,6 +62,12 @@ let package = Package(
         ),
         .target(
             name: "StateFiles",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "PreflightCore",
+            dependencies: ["CLinuxShims"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -72,6 +81,7 @@ let package = Package(
         .target(
             name: "TargetOffers",
             dependencies: [
+                "PreflightCore",
                 "PreflightProtocol",
                 "StateFiles",
                 "UpstreamHTTP",
@@ -83,6 +93,7 @@ let package = Package(
         .target(
             name: "PassAuthorization",
             dependencies: [
+                "PreflightCore",
                 "PreflightProtocol",
                 "StateFiles",
                 "UpstreamHTTP",
@@ -95,6 +106,7 @@ let package = Package(
             dependencies: [
                 "CLinuxShims",
                 "ZeroMQ",
+                "PreflightCore",
                 "PreflightProtocol",
                 "TargetOffers",
                 "PassAuthorization",
@@ -121,7 +133,7 @@ let package = Package(
         ),
         .target(
             name: "PreflightClient",
-            dependencies: ["ZeroMQ", "PreflightProtocol"],
+            dependencies: ["ZeroMQ", "PreflightCore", "PreflightProtocol"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -161,19 +173,30 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
+            name: "PreflightCoreTests",
+            dependencies: ["PreflightCore", "CLinuxShims"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "StateFilesTests",
+            dependencies: ["StateFiles"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
             name: "PreflightProtocolTests",
             dependencies: ["PreflightProtocol"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "TargetOffersTests",
-            dependencies: ["TargetOffers", "PreflightProtocol", "UpstreamHTTP"],
+            dependencies: ["TargetOffers", "PreflightCore", "PreflightProtocol", "UpstreamHTTP"],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "PassAuthorizationTests",
             dependencies: [
-                "PassAuthorization", "PreflightProtocol", "StateFiles", "UpstreamHTTP", "UpstreamHTTPClient",
+                "PassAuthorization", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP",
+                "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import StateFiles
 import Synchronization
 
@@ -14,21 +15,18 @@ final class Credentials: Sendable {
         var registration: Registration?
         var registrationLoaded = false
         var token: AccessToken?
-        var pending: Task<Result<AccessToken, PassFailure>, Never>?
-        /// Callers waiting for `pending`: when every one of them has been cancelled (the agent is
-        /// stopping), the request is cancelled too.
-        var pendingWaiters = 0
         /// After a failed attempt, callers get its failure (or the still valid old token) until then,
         /// instead of each spending a request on another attempt.
         var lastFailure: (failure: PassFailure, until: ContinuousClock.Instant)?
         /// Bumped by `forgetRegistration` and `dropToken`, so a request begun before does not store its
-        /// (stale) result afterwards.
+        /// (stale) result afterwards, and the next caller does not join it. Token requests are shared per
+        /// generation.
         var generation = 0
     }
 
     private enum Step: Sendable {
         case ready(AccessToken)
-        case wait(Task<Result<AccessToken, PassFailure>, Never>)
+        case wait(SingleFlight<Int, Result<AccessToken, PassFailure>>.Flight)
         case failed(PassFailure)
     }
 
@@ -36,6 +34,7 @@ final class Credentials: Sendable {
     static let retrySpacing = Duration.seconds(2)
 
     private let state = Mutex(State())
+    private let tokenRequests = SingleFlight<Int, Result<AccessToken, PassFailure>>()
     private let store: RegistrationStore
     private let logger: Logger
 
@@ -52,36 +51,24 @@ final class Credentials: Sendable {
         let now = upstream.clock.now()
         let step: Step = state.withLock { state in
             if let token = state.token, now < token.refreshAt { return .ready(token) }
-            if let pending = state.pending {
-                state.pendingWaiters += 1
-                return .wait(pending)
-            }
-            if let lastFailure = state.lastFailure, now < lastFailure.until {
+            let generation = state.generation
+            if !tokenRequests.isRunning(generation), let lastFailure = state.lastFailure, now < lastFailure.until {
                 if let token = state.token, now < token.expiresAt { return .ready(token) }
                 return .failed(lastFailure.failure)
             }
-            let generation = state.generation
-            let task = Task { await self.obtain(using: upstream, deadline: deadline, generation: generation) }
-            state.pending = task
-            state.pendingWaiters = 1
-            return .wait(task)
+            return .wait(
+                tokenRequests.begin(generation) {
+                    await self.obtain(using: upstream, deadline: deadline, generation: generation)
+                }
+            )
         }
         switch step {
         case .ready(let token):
             return .success(token)
         case .failed(let failure):
             return .failure(failure)
-        case .wait(let pending):
-            let result = await withTaskCancellationHandler {
-                await pending.value
-            } onCancel: {
-                let abandoned = state.withLock { state -> Bool in
-                    guard state.pending == pending else { return false }
-                    state.pendingWaiters -= 1
-                    return state.pendingWaiters == 0
-                }
-                if abandoned { pending.cancel() }
-            }
+        case .wait(let request):
+            let result = await request.value()
             if case .failure = result, let token = state.withLock({ $0.token }), upstream.clock.now() < token.expiresAt
             {
                 return .success(token)
@@ -101,7 +88,6 @@ final class Credentials: Sendable {
     func dropToken() {
         state.withLock { state in
             state.token = nil
-            state.pending = nil
             state.lastFailure = nil
             state.generation += 1
             state.registrationLoaded = false
@@ -117,7 +103,6 @@ final class Credentials: Sendable {
             state.registration = nil
             state.registrationLoaded = true
             state.token = nil
-            state.pending = nil
             state.lastFailure = nil
             state.generation += 1
             return had
@@ -161,7 +146,6 @@ final class Credentials: Sendable {
         let now = upstream.clock.now()
         state.withLock { state in
             guard state.generation == generation else { return }
-            state.pending = nil
             switch result {
             case .success(let token):
                 state.token = token

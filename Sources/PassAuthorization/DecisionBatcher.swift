@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Turns concurrent needs for decisions into as few upstream preauthorize calls as the limits allow.
 ///
 /// A resource already on its way upstream (same requestor, mvpd and REMOTE_CACHE choice) is not asked
@@ -6,6 +8,10 @@
 /// so when pacing makes calls wait (at boot, with many apps asking at once), the waiting calls fill up
 /// instead of queueing one by one. Identical concurrent commands therefore cost one upstream call.
 actor DecisionBatcher {
+    /// Callers of each batch that have not been cancelled: a batch every caller has given up on (the agent
+    /// is stopping) is cancelled, so that stopping never waits for pacing or an upstream call.
+    private let waiters = Mutex<[Int: Int]>([:])
+
     struct Key: Hashable, Sendable {
         var requestor: String
         var mvpd: String
@@ -57,8 +63,20 @@ actor DecisionBatcher {
         }
         var outcomes: [Int: Outcome] = [:]
         waiting += 1
+        waiters.withLock { waiters in
+            for id in tasks.keys { waiters[id, default: 0] += 1 }
+        }
         for (id, task) in tasks {
-            outcomes[id] = await task.value
+            outcomes[id] = await withTaskCancellationHandler {
+                await task.value
+            } onCancel: {
+                let abandoned = self.waiters.withLock { waiters -> Bool in
+                    guard let count = waiters[id] else { return false }
+                    waiters[id] = count - 1
+                    return count == 1
+                }
+                if abandoned { task.cancel() }
+            }
         }
         waiting -= 1
         return assignment.mapValues { outcomes[$0] ?? .failure(.networkError("the upstream call was abandoned")) }
@@ -93,6 +111,7 @@ actor DecisionBatcher {
     }
 
     private func finish(_ id: Int) {
+        waiters.withLock { _ = $0.removeValue(forKey: id) }
         guard let batch = batches.removeValue(forKey: id) else { return }
         for resource in batch.resources where pending[batch.key]?[resource] == id {
             pending[batch.key]?[resource] = nil

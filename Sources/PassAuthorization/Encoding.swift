@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// The few text encodings the Adobe Pass requests need, without Foundation.
 enum Encoding {
     private static let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -39,25 +41,10 @@ enum Encoding {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// Percent-encodes everything but RFC 3986 unreserved characters: safe for a path segment and for a
-    /// value of an `application/x-www-form-urlencoded` body alike.
+    /// Percent-encodes everything but RFC 3986 unreserved characters (`PercentEncoding`): safe for a path
+    /// segment and for a value of an `application/x-www-form-urlencoded` body alike.
     static func percentEncoded(_ text: String) -> String {
-        let hexDigits = Array("0123456789ABCDEF".utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                output.append(byte)
-            default:
-                output.append(UInt8(ascii: "%"))
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0f)])
-            }
-        }
-        return String(decoding: output, as: UTF8.self)
+        PercentEncoding.encode(text)
     }
 
     /// An `application/x-www-form-urlencoded` body from ordered fields.

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -112,7 +113,7 @@ public struct UpstreamHealth: Sendable, Equatable {
 final class PassUpstream: Sendable {
     let health = Mutex(UpstreamHealth())
     let transport: any HTTPTransport
-    let clock: PassClock
+    let clock: any AgentClock
     let logger: Logger
     let settings: Mutex<UpstreamSettings>
     let pacer: Mutex<RequestPacer>
@@ -126,7 +127,7 @@ final class PassUpstream: Sendable {
         transport: any HTTPTransport,
         settings: UpstreamSettings,
         credentials: Credentials,
-        clock: PassClock,
+        clock: any AgentClock,
         logger: Logger,
         reportError: @escaping @Sendable (_ operation: PassOperation, _ status: Int, _ code: String) -> Void
     ) {
@@ -429,7 +430,10 @@ final class PassUpstream: Sendable {
             }
             guard response.status == 429 else { return .success((response: response, settings: settings)) }
             throttled += 1
-            let wait = min(Self.retryAfter(response) ?? Self.backoff(attempt: throttled), Self.longestRetryAfter)
+            let wait = min(
+                Self.retryAfter(response) ?? Self.throttleBackoff.delay(attempt: throttled),
+                Self.longestRetryAfter
+            )
             let now = clock.now()
             pacer.withLock { $0.block(until: now + wait) }
             report(operation, status: 429, code: "too_many_requests")
@@ -454,7 +458,7 @@ final class PassUpstream: Sendable {
             }
             if slot > now {
                 do {
-                    try await clock.sleep(slot - now)
+                    try await clock.sleep(for: slot - now)
                 } catch {
                     return .networkError("cancelled")
                 }
@@ -525,8 +529,6 @@ final class PassUpstream: Sendable {
         return .seconds(max(1, seconds))
     }
 
-    /// 1 s, 2 s, 4 s … for 429s without a usable Retry-After.
-    static func backoff(attempt: Int) -> Duration {
-        .seconds(1 << min(max(attempt - 1, 0), 6))
-    }
+    /// 1 s, 2 s, 4 s … 64 s for 429s without a usable Retry-After.
+    static let throttleBackoff = Backoff(base: .seconds(1), doublings: 6)
 }

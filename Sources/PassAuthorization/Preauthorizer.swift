@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -22,7 +23,7 @@ public final class Preauthorizer: Sendable {
     private let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
     private let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
     private let wakeUp = WakeSignal()
-    private let clock: PassClock
+    private let clock: any AgentClock
     private let logger: Logger
     private let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
     private let stateDirectory: String
@@ -34,7 +35,7 @@ public final class Preauthorizer: Sendable {
     ///   - configuration: the `pass.*` configuration.
     ///   - transport: how requests reach Adobe Pass (AsyncHTTPClient in the agent, a fake in tests).
     ///   - stateDirectory: where `pass-registration.json` (mode 0600) is kept across restarts.
-    ///   - clock: monotonic and wall time, and sleeping; `.system` in the agent.
+    ///   - clock: monotonic and wall time, and sleeping; `SystemClock()` in the agent.
     ///   - logger: the agent's logger; this module never makes one.
     ///   - publish: sends an event (topic, JSON body) to subscribers; called from any thread, never under
     ///     a lock of this type.
@@ -42,7 +43,7 @@ public final class Preauthorizer: Sendable {
         configuration: PassConfiguration,
         transport: any HTTPTransport,
         stateDirectory: String,
-        clock: PassClock = .system,
+        clock: any AgentClock = SystemClock(),
         logger: Logger,
         publish: @escaping @Sendable (_ topic: String, _ body: JSONObject) -> Void
     ) {
@@ -298,7 +299,7 @@ public final class Preauthorizer: Sendable {
                     requestorState.configurationError = problem
                     requestorState.configurationAttempts += 1
                     requestorState.nextConfigurationAttempt =
-                        now + Self.backoff(failures: requestorState.configurationAttempts)
+                        now + Self.retryBackoff.delay(attempt: requestorState.configurationAttempts)
                 }
                 state.requestors[requestor] = requestorState
             }
@@ -314,10 +315,8 @@ public final class Preauthorizer: Sendable {
         }
     }
 
-    /// 1 s, 2 s, 4 s … up to a minute.
-    static func backoff(failures: Int) -> Duration {
-        min(.seconds(1 << min(max(failures - 1, 0), 6)), .seconds(60))
-    }
+    /// After failures to configure a requestor or to get a token: 1 s, 2 s, 4 s … up to a minute.
+    static let retryBackoff = Backoff(base: .seconds(1), doublings: 6, cap: .seconds(60))
 
     // MARK: Authentication session
 
@@ -494,7 +493,7 @@ public final class Preauthorizer: Sendable {
             case .success, .failure:
                 // No token, or renewing it failed while the old one still works: try again later.
                 tokenFailures += 1
-                wakeAt = clock.now() + Self.backoff(failures: tokenFailures)
+                wakeAt = clock.now() + Self.retryBackoff.delay(attempt: tokenFailures)
             }
             if Task.isCancelled { break }
             await wakeUp.wait(timeout: wakeAt - clock.now(), clock: clock)

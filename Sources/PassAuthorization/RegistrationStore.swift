@@ -89,9 +89,8 @@ struct RegistrationStore: Sendable {
         if let json = try? JSONReader.read(bytes), let registration = Registration(json: json) {
             return registration
         }
-        let aside = "\(path).corrupt-\(epochMilliseconds)"
         do {
-            try FileSystem.move(path, to: aside)
+            let aside = try FileSystem.moveAside(path, stamp: epochMilliseconds)
             logger.warning(
                 "the Adobe Pass registration file is corrupt; moved it aside and will register anew",
                 metadata: ["path": "\(path)", "movedTo": "\(aside)"]

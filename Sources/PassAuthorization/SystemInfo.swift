@@ -6,13 +6,6 @@ import Musl
 import Darwin
 #endif
 
-/// Wall-clock time in milliseconds since the Unix epoch.
-func systemEpochMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-}
-
 /// The kernel release (`uname -r`), the default `osVersion` of `X-Device-Info`.
 func kernelRelease() -> String {
     var names = utsname()

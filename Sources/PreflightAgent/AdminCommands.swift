@@ -1,4 +1,5 @@
 import PassAuthorization
+import PreflightCore
 import PreflightProtocol
 import TargetOffers
 

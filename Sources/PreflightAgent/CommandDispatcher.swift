@@ -1,5 +1,6 @@
 import Logging
 import PassAuthorization
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import TargetOffers
@@ -17,7 +18,7 @@ import Glibc
 /// What the agent knows about itself, for `ping` and `status`. Shared by the I/O thread and async code.
 public final class AgentRuntime: Sendable {
     public let startedAt = ContinuousClock.now
-    private let startedAtNanoseconds = MonotonicClock.nanoseconds()
+    private let startedAtNanoseconds = SystemClock.monotonicNanoseconds()
     public let startedAtWallClock = Date()
     public let configurationPath: String?
     private let state: Mutex<State>
@@ -73,7 +74,7 @@ public final class AgentRuntime: Sendable {
     }
 
     public var uptimeMs: Int64 {
-        Int64((MonotonicClock.nanoseconds() - startedAtNanoseconds) / 1_000_000)
+        Int64((SystemClock.monotonicNanoseconds() - startedAtNanoseconds) / 1_000_000)
     }
 }
 
@@ -107,7 +108,7 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     public func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]? {
-        let started = MonotonicClock.nanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         let limits = runtime.requestLimits
         // The cached path's plain requests skip the JSON tree; anything else (errors included) goes the
         // general way below, which decides exactly as it would have (FastRequest's contract).

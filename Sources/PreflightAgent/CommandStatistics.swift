@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 
@@ -5,36 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Latency samples of one kind of work, kept in a ring so memory stays bounded on a box that runs
-/// for months; percentiles are computed on demand from the most recent samples.
-public struct LatencyRing: Sendable {
-    public static let capacity = 2048
-    private var samples: [Double] = []
-    private var next = 0
-    public private(set) var count = 0
-
-    public init() {}
-
-    public mutating func record(milliseconds: Double) {
-        count += 1
-        if samples.count < Self.capacity {
-            samples.append(milliseconds)
-        } else {
-            samples[next] = milliseconds
-            next = (next + 1) % Self.capacity
-        }
-    }
-
-    /// Nearest-rank percentiles (0...100) of the samples held, or nil when there are none.
-    public func percentiles(_ ranks: [Double]) -> [Double]? {
-        guard !samples.isEmpty else { return nil }
-        let sorted = samples.sorted()
-        return ranks.map { rank in
-            let index = Int((rank / 100 * Double(sorted.count)).rounded(.up)) - 1
-            return sorted[min(max(index, 0), sorted.count - 1)]
-        }
-    }
-
+extension LatencyRing {
     /// `{"count": n, "p50Ms": …, "p90Ms": …, "p99Ms": …}`.
     public var json: JSONValue {
         var object: JSONObject = ["count": .integer(Int64(count))]
@@ -59,9 +31,9 @@ public final class CommandStatistics: Sendable {
     public init() {}
 
     /// Records one reply; `errorCode` is nil for a success.
-    /// `started` is a `MonotonicClock.nanoseconds()` reading.
+    /// `started` is a `SystemClock.monotonicNanoseconds()` reading.
     public func record(_ command: String, since started: UInt64, errorCode: String?) {
-        let milliseconds = Double(MonotonicClock.nanoseconds() &- started) / 1e6
+        let milliseconds = Double(SystemClock.monotonicNanoseconds() &- started) / 1e6
         entries.withLock { entries in
             entries[command, default: Entry()].latency.record(milliseconds: milliseconds)
             if let errorCode { entries[command, default: Entry()].errors[errorCode, default: 0] += 1 }
@@ -90,15 +62,5 @@ public final class CommandStatistics: Sendable {
                 }
             )
         )
-    }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the request path's timer. `ContinuousClock` reads the same clock,
-/// but turning its `Duration` into milliseconds goes through 128-bit arithmetic on every request.
-public enum MonotonicClock {
-    public static func nanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 }

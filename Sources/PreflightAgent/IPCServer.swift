@@ -1,5 +1,7 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 import ZeroMQ
 
@@ -201,12 +203,12 @@ public final class IPCServer: ReplySink {
     /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).
     public func start() async throws(AgentError) {
         let result: Result<Void, AgentError> = await withCheckedContinuation { continuation in
-            do throws(AgentError) {
-                try DedicatedThread.start(name: "preflight-io") { [self] in
+            do throws(NativeThread.StartError) {
+                try NativeThread.startDetached(name: "preflight-io") { [self] in
                     self.runThread(started: continuation)
                 }
             } catch {
-                continuation.resume(returning: .failure(error))
+                continuation.resume(returning: .failure(.system("pthread_create", errno: error.code)))
             }
         }
         try result.get()

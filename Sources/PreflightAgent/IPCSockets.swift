@@ -1,4 +1,5 @@
 import Logging
+import StateFiles
 import ZeroMQ
 
 #if canImport(FoundationEssentials)
@@ -103,7 +104,7 @@ extension IPCServer {
     private func prepareFolder(for endpoint: String) throws {
         guard let path = ipcPath(of: endpoint) else { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(folder)
     }
 
     /// Socket files are mode 0660 and, where configured, owned by the group allowed to use them: the
@@ -131,7 +132,7 @@ extension IPCServer {
 
     static func removeSocketFile(of endpoint: String) {
         guard let path = ipcPath(of: endpoint) else { return }
-        unlink(path)
+        try? FileSystem.remove(path)
     }
 
     /// libzmq leaves ipc socket files behind on close; a clean stop removes them.

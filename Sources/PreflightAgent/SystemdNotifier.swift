@@ -1,3 +1,4 @@
+import PreflightCore
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -109,9 +110,7 @@ public final class SystemdNotifier: Sendable {
 
     /// `CLOCK_MONOTONIC` in microseconds, the clock systemd compares `MONOTONIC_USEC` with.
     static func monotonicMicroseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        SystemClock.monotonicNanoseconds() / 1000
     }
 
     /// A newline would end the assignment and start another one.

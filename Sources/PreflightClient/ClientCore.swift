@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import ZeroMQ
@@ -52,8 +53,16 @@ final class ClientCore: Sendable {
     /// Starts the I/O thread, which owns `context` and the sockets it makes; the context is terminated when the
     /// thread ends.
     func start(context: ZeroMQContext) throws(PreflightError) {
-        let thread = try startThread { [self] in
-            RequestLoop(core: self, context: context).run()
+        let thread: pthread_t
+        do throws(NativeThread.StartError) {
+            thread = try NativeThread.start { [self] in
+                RequestLoop(core: self, context: context).run()
+            }
+        } catch {
+            throw PreflightError(
+                code: .systemError,
+                message: "cannot start the client's I/O thread (error \(error.code))"
+            )
         }
         shared.withLock { $0.thread = thread }
     }
@@ -185,32 +194,4 @@ final class EventSignal: Sendable {
             if count < buffer.count { return }
         }
     }
-}
-
-/// Runs `body` on a new POSIX thread (no Foundation needed).
-private func startThread(_ body: @escaping @Sendable () -> Void) throws(PreflightError) -> pthread_t {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(body: @escaping @Sendable () -> Void) {
-            self.body = body
-        }
-    }
-    let start = Unmanaged.passRetained(Start(body: body))
-    var thread = pthread_t()
-    let result = pthread_create(
-        &thread,
-        nil,
-        { raw in
-            guard let raw else { return nil }
-            let start = Unmanaged<Start>.fromOpaque(raw).takeRetainedValue()
-            start.body()
-            return nil
-        },
-        start.toOpaque()
-    )
-    guard result == 0 else {
-        start.release()
-        throw PreflightError(code: .systemError, message: "cannot start the client's I/O thread (error \(result))")
-    }
-    return thread
 }

@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// The client's requests from submission to reply: which to send next, which are overdue, which to try
 /// again and when. A state machine without sockets or clocks of its own (every call takes `now`), so the
 /// Lazy Pirate policy is tested without waiting; `RequestLoop` drives it on the client's I/O thread.
@@ -123,7 +125,7 @@ struct RequestTable<Waiter> {
 
     /// The delay before the attempt after `attempt`, doubling from `base`.
     static func backoff(base: Duration, after attempt: Int) -> Duration {
-        base * (1 << min(max(attempt - 1, 0), 10))
+        Backoff(base: base, doublings: 10).delay(attempt: attempt)
     }
 
     /// The attempt `id` is on (1-based), for choosing a backoff.

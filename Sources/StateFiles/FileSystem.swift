@@ -1,5 +1,8 @@
 // The state directory's file operations, shared by every module that keeps state across restarts
-// (TargetOffers: visitor and notification journal; PassAuthorization: registration and device id).
+// (TargetOffers: visitor and notification journal; PassAuthorization: registration and device id;
+// PreflightAgent: the ipc socket folders). Every file the agent writes is written here.
+import SystemPackage
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -23,27 +26,31 @@ public struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String { "\(call) \(path): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 
-/// The handful of file operations the state directory needs, each behind one small function that reads
-/// `errno` at once and retries on EINTR.
+/// The handful of file operations the state directory needs, each behind one small function that reports
+/// `errno` as a `SystemCallError`. Reads and writes go through swift-system's `FileDescriptor` (which
+/// retries on EINTR); what swift-system does not offer (fsync, rename, fchmod, mkdir, unlink, readdir,
+/// stat) is a direct call.
 public enum FileSystem {
     /// The whole file, or nil when it does not exist. Files over `limit` bytes are refused (EFBIG):
     /// a state file never grows that large, and a huge one is not ours.
     public static func readFile(_ path: String, limit: Int = 1 << 20) throws(SystemCallError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            let code = errno
-            if code == ENOENT { return nil }
-            throw SystemCallError(call: "open", path: path, errno: code)
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+        } catch Errno.noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw SystemCallError(call: "open", path: path, error)
         }
-        defer { close(fd) }
+        defer { try? descriptor.close() }
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw SystemCallError(call: "read", path: path, errno: code)
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { try descriptor.read(into: $0) }
+            } catch {
+                throw SystemCallError(call: "read", path: path, error)
             }
             if count == 0 { return contents }
             contents.append(contentsOf: chunk[0..<count])
@@ -56,23 +63,23 @@ public enum FileSystem {
     /// fsync the directory.
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
         let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        if fd < 0 { throw SystemCallError(call: "open", path: temporary, errno: errno) }
+        let file = try OpenFile(
+            temporary,
+            options: [.create, .truncate],
+            permissions: FilePermissions(rawValue: CModeT(mode))
+        )
         var failure: SystemCallError?
         // The umask may have narrowed or (with a strange one) widened the mode given to open.
-        if fchmod(fd, mode) != 0 { failure = SystemCallError(call: "fchmod", path: temporary, errno: errno) }
-        var written = 0
-        while failure == nil && written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                let code = errno
-                if code != EINTR { failure = SystemCallError(call: "write", path: temporary, errno: code) }
-            } else {
-                written += count
-            }
+        if fchmod(file.descriptor.rawValue, mode) != 0 {
+            failure = SystemCallError(call: "fchmod", path: temporary, errno: errno)
         }
-        if failure == nil && fsync(fd) != 0 { failure = SystemCallError(call: "fsync", path: temporary, errno: errno) }
-        close(fd)
+        if failure == nil {
+            do throws(SystemCallError) { try file.writeAll(bytes) } catch { failure = error }
+        }
+        if failure == nil {
+            do throws(SystemCallError) { try file.sync() } catch { failure = error }
+        }
+        file.close()
         if failure == nil && rename(temporary, path) != 0 {
             failure = SystemCallError(call: "rename", path: path, errno: errno)
         }
@@ -108,9 +115,20 @@ public enum FileSystem {
         return removed
     }
 
-    /// Renames a file; used to move a corrupt state file aside.
-    public static func move(_ path: String, to destination: String) throws(SystemCallError) {
-        if rename(path, destination) != 0 { throw SystemCallError(call: "rename", path: path, errno: errno) }
+    /// Moves a file that cannot be read aside, to `<path>.corrupt-<stamp>`, or `<path>.corrupt-<stamp>-2`,
+    /// `-3` … when that name is taken (rename(2) replaces whatever has the name, and no earlier copy may be
+    /// lost). Returns the new path.
+    @discardableResult
+    public static func moveAside(_ path: String, stamp: Int64) throws(SystemCallError) -> String {
+        let base = "\(path).corrupt-\(stamp)"
+        var aside = base
+        var attempt = 1
+        while access(aside, F_OK) == 0 {
+            attempt += 1
+            aside = "\(base)-\(attempt)"
+        }
+        if rename(path, aside) != 0 { throw SystemCallError(call: "rename", path: path, errno: errno) }
+        return aside
     }
 
     /// Removes a file; a file that is already gone is fine.
@@ -129,6 +147,17 @@ public enum FileSystem {
         }
     }
 
+    /// Creates a directory and any missing parents, each with `mode` (narrowed by the umask); existing
+    /// ones are fine.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o777) throws(SystemCallError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/\(component)"
+            if component == "." || component == ".." { continue }
+            try makeDirectory(prefix, mode: mode)
+        }
+    }
+
     /// The permission bits of a file, or nil when it cannot be read.
     public static func permissions(of path: String) -> mode_t? {
         var info = stat()
@@ -143,5 +172,73 @@ public enum FileSystem {
         // Best effort: the rename is already visible; this only makes it durable across power loss.
         _ = fsync(fd)
         close(fd)
+    }
+}
+
+/// A file open for writing, such as the notification journal (opened for appending): write-all, fsync,
+/// truncate, close.
+public struct OpenFile: Sendable {
+    public let path: String
+    let descriptor: FileDescriptor
+
+    /// Opens `path` for writing with `options` (close-on-exec is added); `permissions` when it may be
+    /// created.
+    public init(
+        _ path: String,
+        options: FileDescriptor.OpenOptions,
+        permissions: FilePermissions? = nil
+    ) throws(SystemCallError) {
+        self.path = path
+        do {
+            descriptor = try FileDescriptor.open(
+                FilePath(path),
+                .writeOnly,
+                options: options.union(.closeOnExec),
+                permissions: permissions
+            )
+        } catch {
+            throw SystemCallError(call: "open", path: path, error)
+        }
+    }
+
+    /// Opens `path` for appending, creating it with `mode` when missing.
+    public static func appending(to path: String, creatingWith mode: mode_t? = nil) throws(SystemCallError) -> OpenFile
+    {
+        guard let mode else { return try OpenFile(path, options: [.append]) }
+        return try OpenFile(path, options: [.append, .create], permissions: FilePermissions(rawValue: CModeT(mode)))
+    }
+
+    /// Writes every byte (a short write continues where it stopped).
+    public func writeAll(_ bytes: [UInt8]) throws(SystemCallError) {
+        do {
+            _ = try descriptor.writeAll(bytes)
+        } catch {
+            throw SystemCallError(call: "write", path: path, error)
+        }
+    }
+
+    /// Flushes what was written to the disk.
+    public func sync() throws(SystemCallError) {
+        if fsync(descriptor.rawValue) != 0 { throw SystemCallError(call: "fsync", path: path, errno: errno) }
+    }
+
+    /// Empties the file.
+    public func truncate() throws(SystemCallError) {
+        do {
+            try descriptor.resize(to: 0)
+        } catch {
+            throw SystemCallError(call: "ftruncate", path: path, error)
+        }
+    }
+
+    public func close() {
+        try? descriptor.close()
+    }
+}
+
+extension SystemCallError {
+    /// From what a swift-system call threw (always an `Errno`).
+    init(call: String, path: String, _ error: any Error) {
+        self.init(call: call, path: path, errno: (error as? Errno)?.rawValue ?? EIO)
     }
 }

@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import UpstreamHTTP
 
@@ -91,8 +92,8 @@ public struct DeliveryCodec: Sendable {
         if let edgeHost = visitor.edgeHost, let replaced = Self.replacingHost(of: base, with: edgeHost) {
             base = replaced
         }
-        return "\(base)/rest/v1/delivery?client=\(Self.percentEncode(configuration.clientCode))"
-            + "&sessionId=\(Self.percentEncode(visitor.sessionId))"
+        return "\(base)/rest/v1/delivery?client=\(PercentEncoding.encode(configuration.clientCode))"
+            + "&sessionId=\(PercentEncoding.encode(visitor.sessionId))"
     }
 
     /// The URL with its host replaced, keeping scheme and port.
@@ -100,24 +101,6 @@ public struct DeliveryCodec: Sendable {
         guard var components = URLComponents(string: url) else { return nil }
         components.host = host
         return components.string
-    }
-
-    /// RFC 3986 query encoding: unreserved ASCII as it is, every other UTF-8 byte as `%XX`.
-    static func percentEncode(_ text: String) -> String {
-        var encoded: [UInt8] = []
-        encoded.reserveCapacity(text.utf8.count)
-        let hex = Array("0123456789ABCDEF".utf8)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                encoded.append(byte)
-            default:
-                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            }
-        }
-        return String(decoding: encoded, as: UTF8.self)
     }
 
     private func context(timeOffsetInMinutes: Int) -> JSONObject {

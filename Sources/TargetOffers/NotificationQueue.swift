@@ -1,6 +1,8 @@
 import DequeModule
 import Logging
+import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -91,7 +93,7 @@ public final class NotificationQueue: Sendable {
     private struct State: Sendable {
         var pending = Deque<DisplayNotification>()
         var inFlight: [String: DisplayNotification] = [:]
-        var journal: CInt = -1
+        var journal: OpenFile?
         var journalDirty = false
         var journalLines = 0
         /// Journal lines queued in memory for the next `write(2)` (group commit; see `commitJournal`).
@@ -105,10 +107,10 @@ public final class NotificationQueue: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let journalPath: String?
-    private let clock: TargetClock
+    private let clock: any AgentClock
     private let logger: Logger
 
-    public init(journalPath: String?, capacity: Int, clock: TargetClock, logger: Logger) {
+    public init(journalPath: String?, capacity: Int, clock: any AgentClock, logger: Logger) {
         self.journalPath = journalPath
         self.capacity = capacity
         self.clock = clock
@@ -117,11 +119,11 @@ public final class NotificationQueue: Sendable {
     }
 
     deinit {
-        let descriptor = state.withLock { state in
+        let journal = state.withLock { state in
             writeUnwrittenLocked(&state)
             return state.journal
         }
-        if descriptor >= 0 { close(descriptor) }
+        journal?.close()
     }
 
     /// Queues a notification and its journal line. The line reaches the file at the next
@@ -182,8 +184,11 @@ public final class NotificationQueue: Sendable {
         }
     }
 
-    /// Puts a batch back after a failed send and schedules the next attempt with exponential backoff and
-    /// jitter (1 s doubling to 5 minutes).
+    /// The wait before the next send after failures: 1 s doubling (at most eight times, at most 5 minutes),
+    /// with equal jitter.
+    static let retryBackoff = Backoff(base: .seconds(1), doublings: 8, cap: .seconds(300), jitter: .equal)
+
+    /// Puts a batch back after a failed send and schedules the next attempt by `retryBackoff`.
     public func fail(_ batch: [DisplayNotification], error: String) {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
@@ -194,10 +199,7 @@ public final class NotificationQueue: Sendable {
             state.counters.failedAttempts += 1
             state.counters.lastError = error
             state.counters.lastErrorAtMs = epoch
-            let exponent = min(state.consecutiveFailures - 1, 8)
-            let base = min(1000 << exponent, 300_000)
-            let jittered = base / 2 + Int.random(in: 0...(base / 2))
-            state.retryAt = now + .milliseconds(jittered)
+            state.retryAt = now + Self.retryBackoff.delay(attempt: state.consecutiveFailures)
         }
     }
 
@@ -217,13 +219,13 @@ public final class NotificationQueue: Sendable {
 
     /// Flushes the journal to disk if anything was appended since the last sync.
     public func syncJournal() {
-        let descriptor = state.withLock { state -> CInt in
+        let journal = state.withLock { state -> OpenFile? in
             writeUnwrittenLocked(&state)
-            guard state.journalDirty else { return -1 }
+            guard state.journalDirty else { return nil }
             state.journalDirty = false
             return state.journal
         }
-        if descriptor >= 0 { fsync(descriptor) }
+        try? journal?.sync()
     }
 
     public struct Summary: Sendable, Equatable {
@@ -291,32 +293,20 @@ public final class NotificationQueue: Sendable {
 
     /// Queues one journal line, written by `write`, for the next `write(2)` (at once past 64 KiB).
     private func appendLocked(_ state: inout State, writing write: (inout [UInt8]) -> Void) {
-        guard state.journal >= 0 else { return }
+        guard state.journal != nil else { return }
         write(&state.unwritten)
         state.unwrittenLines += 1
         if state.unwritten.count >= 1 << 16 { writeUnwrittenLocked(&state) }
     }
 
     private func writeUnwrittenLocked(_ state: inout State) {
-        guard state.journal >= 0, !state.unwritten.isEmpty else { return }
-        let descriptor = state.journal
-        let ok = state.unwritten.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
-        if ok {
+        guard let journal = state.journal, !state.unwritten.isEmpty else { return }
+        do throws(SystemCallError) {
+            try journal.writeAll(state.unwritten)
             state.journalDirty = true
             state.journalLines += state.unwrittenLines
-        } else {
-            logger.error("cannot append to the notification journal", metadata: ["errno": "\(errno)"])
+        } catch {
+            logger.error("cannot append to the notification journal", metadata: ["errno": "\(error.errno)"])
         }
         state.unwritten.removeAll(keepingCapacity: true)
         state.unwrittenLines = 0
@@ -332,7 +322,9 @@ public final class NotificationQueue: Sendable {
         guard let journalPath else { return }
         state.withLock { state in
             let live = state.pending.count + state.inFlight.count
-            guard state.journal >= 0, state.journalLines + state.unwrittenLines > max(1000, 4 * live) else { return }
+            guard let journal = state.journal, state.journalLines + state.unwrittenLines > max(1000, 4 * live) else {
+                return
+            }
             let lines = (Array(state.inFlight.values) + Array(state.pending)).flatMap { Self.journalLine(add: $0) }
             do {
                 try StateFile.atomicWrite(lines, to: journalPath, mode: 0o600)
@@ -340,16 +332,18 @@ public final class NotificationQueue: Sendable {
                 logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
                 return
             }
-            let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CLOEXEC)
-            guard descriptor >= 0 else {
+            let reopened: OpenFile
+            do throws(SystemCallError) {
+                reopened = try OpenFile.appending(to: journalPath)
+            } catch {
                 logger.error(
                     "cannot reopen the compacted notification journal; new notifications will not survive a restart",
-                    metadata: ["errno": "\(errno)"]
+                    metadata: ["errno": "\(error.errno)"]
                 )
                 return
             }
-            close(state.journal)
-            state.journal = descriptor
+            journal.close()
+            state.journal = reopened
             state.journalLines = live
             // The rewrite holds every live notification; lines not yet written are history now.
             state.unwritten.removeAll(keepingCapacity: true)
@@ -360,10 +354,11 @@ public final class NotificationQueue: Sendable {
 
     /// With nothing pending, the journal's history is dead weight: start it afresh.
     private func compactIfIdleLocked(_ state: inout State) {
-        guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, state.journal >= 0 else {
+        guard state.pending.isEmpty, state.inFlight.isEmpty, state.journalLines > 1000, let journal = state.journal
+        else {
             return
         }
-        if ftruncate(state.journal, 0) == 0 {
+        if (try? journal.truncate()) != nil {
             state.journalLines = 0
             state.journalDirty = true
         }
@@ -372,7 +367,8 @@ public final class NotificationQueue: Sendable {
     private func replayJournal() {
         guard let journalPath else { return }
         var pending: [DisplayNotification] = []
-        if let data = FileManager.default.contents(atPath: journalPath) {
+        // Unreadable counts as missing, and there is no size bound, as when this read through FileManager.
+        if let data = try? FileSystem.readFile(journalPath, limit: .max) {
             var acknowledged = Set<String>()
             var added: [DisplayNotification] = []
             var unreadable = 0
@@ -406,12 +402,12 @@ public final class NotificationQueue: Sendable {
         } catch {
             logger.error("cannot rewrite the notification journal", metadata: ["error": "\(error)"])
         }
-        let descriptor = open(journalPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        if descriptor < 0 {
+        let journal = try? OpenFile.appending(to: journalPath, creatingWith: 0o600)
+        if journal == nil {
             logger.error("cannot open the notification journal; notifications will not survive a restart")
         }
         state.withLock { state in
-            state.journal = descriptor
+            state.journal = journal
             state.pending = Deque(pending)
             state.journalLines = pending.count
             state.counters.replayed = pending.count

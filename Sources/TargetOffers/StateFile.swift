@@ -1,12 +1,7 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import StateFiles
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -28,25 +23,18 @@ public struct StateFile: Sendable {
 
     /// The stored object, or nil when there is none (or it was corrupt and has been moved aside).
     public func read() -> JSONObject? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        if case .object(let object)? = try? JSONReader.read(Array(data)) {
+        // Unreadable counts as missing, and there is no size bound, as when this read through FileManager.
+        guard let data = try? FileSystem.readFile(path, limit: .max) else { return nil }
+        if case .object(let object)? = try? JSONReader.read(data) {
             return object
         }
-        // rename(2) replaces whatever has the name: pick one that is free, so no earlier copy is lost.
-        let stamp = "\(path).corrupt-\(Int(Date().timeIntervalSince1970))"
-        var aside = stamp
-        var attempt = 1
-        while access(aside, F_OK) == 0 {
-            attempt += 1
-            aside = "\(stamp)-\(attempt)"
-        }
-        if rename(path, aside) == 0 {
+        do throws(SystemCallError) {
+            let aside = try FileSystem.moveAside(path, stamp: SystemClock.wallMilliseconds() / 1000)
             logger.error("state file unreadable; moved aside", metadata: ["file": "\(path)", "movedTo": "\(aside)"])
-        } else {
-            let code = errno
+        } catch {
             logger.error(
                 "state file unreadable, and it cannot be moved aside; it is ignored and will be replaced",
-                metadata: ["file": "\(path)", "errno": "\(code)"]
+                metadata: ["file": "\(path)", "errno": "\(error.errno)"]
             )
         }
         return nil
@@ -66,7 +54,7 @@ public struct StateFile: Sendable {
     public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
         let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !folder.isEmpty {
-            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try? FileSystem.makeDirectories(folder)
         }
         try FileSystem.writeAtomically(bytes, to: path, mode: mode)
     }

@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
@@ -24,7 +25,9 @@ public struct TargetCounters: Sendable, Equatable {
     public var lastError: String?
     public var lastErrorCode: String?
     /// The most recent upstream latencies in milliseconds (a ring of 1,000), for percentiles.
-    public var upstreamLatenciesMs: [Double] = []
+    public var upstreamLatency = LatencyRing(capacity: 1000)
+    /// The samples of `upstreamLatency`, oldest first.
+    public var upstreamLatenciesMs: [Double] { upstreamLatency.recent }
 }
 
 /// The Target half of the agent: the SDK's prefetch API on the Delivery API.
@@ -54,18 +57,18 @@ public final class TargetService: Sendable {
     public let visitor: VisitorSession
     public let notifications: NotificationQueue
     private let transport: any HTTPTransport
-    private let clock: TargetClock
+    private let clock: any AgentClock
     private let logger: Logger
     private let publish: @Sendable (String, JSONObject) -> Void
     private let configurationBox: Mutex<TargetConfiguration>
     private let counterBox = Mutex(TargetCounters())
-    private let inFlightMisses = Mutex([MissKey: Task<[MissKey: MissOutcome], Never>]())
+    private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
         configuration: TargetConfiguration,
         transport: any HTTPTransport,
         stateDirectory: String?,
-        clock: TargetClock = .system,
+        clock: any AgentClock = SystemClock(),
         logger: Logger,
         publish: @escaping @Sendable (String, JSONObject) -> Void
     ) {
@@ -170,34 +173,10 @@ public final class TargetService: Sendable {
         for (index, request) in command.requests.enumerated() where pending.answered[index] == nil {
             keys[index] = MissKey(name: request.name, targeting: request.targeting, profile: command.profileParameters)
         }
-        // Join calls in flight for identical misses; start one call for the rest.
-        let (joined, started) = inFlightMisses.withLock { inFlight in
-            var joined: [MissKey: Task<[MissKey: MissOutcome], Never>] = [:]
-            var fresh: [MissKey] = []
-            for key in Set(keys.values) {
-                if let task = inFlight[key] { joined[key] = task } else { fresh.append(key) }
-            }
-            var started: Task<[MissKey: MissOutcome], Never>?
-            if !fresh.isEmpty {
-                let ordered = keys.sorted { $0.key < $1.key }.map(\.value).filter { fresh.contains($0) }
-                var unique: [MissKey] = []
-                for key in ordered where !unique.contains(key) { unique.append(key) }
-                let task = Task { await self.execute(unique, profile: command.profileParameters) }
-                for key in unique { inFlight[key] = task }
-                started = task
-            }
-            return (joined, started)
-        }
-        var outcomes: [MissKey: MissOutcome] = [:]
-        if let started {
-            let results = await started.value
-            inFlightMisses.withLock { inFlight in
-                for key in results.keys { inFlight[key] = nil }
-            }
-            outcomes.merge(results) { first, _ in first }
-        }
-        for (key, task) in joined {
-            outcomes[key] = await task.value[key]
+        // Join calls in flight for identical misses; start one call for the rest, in request order.
+        let profile = command.profileParameters
+        let outcomes = await inFlightMisses.run(batch: keys.sorted { $0.key < $1.key }.map(\.value)) { fresh in
+            await self.execute(fresh, profile: profile)
         }
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
@@ -392,8 +371,7 @@ public final class TargetService: Sendable {
         let epoch = clock.epochMilliseconds()
         counterBox.withLock { counters in
             counters.upstreamCalls += 1
-            if counters.upstreamLatenciesMs.count >= 1000 { counters.upstreamLatenciesMs.removeFirst() }
-            counters.upstreamLatenciesMs.append(latencyMs)
+            counters.upstreamLatency.record(milliseconds: latencyMs)
             switch result {
             case .success: counters.lastSuccessAtMs = epoch
             case .failure(let failure):

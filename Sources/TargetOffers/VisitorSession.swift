@@ -1,3 +1,4 @@
+import PreflightCore
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -5,25 +6,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-
-/// Time as the Target code reads it, injected so session expiry and batching are tested without sleeping.
-public struct TargetClock: Sendable {
-    public var now: @Sendable () -> ContinuousClock.Instant
-    public var epochMilliseconds: @Sendable () -> Int64
-
-    public init(
-        now: @escaping @Sendable () -> ContinuousClock.Instant,
-        epochMilliseconds: @escaping @Sendable () -> Int64
-    ) {
-        self.now = now
-        self.epochMilliseconds = epochMilliseconds
-    }
-
-    public static let system = TargetClock(
-        now: { ContinuousClock.now },
-        epochMilliseconds: { Int64(Date().timeIntervalSince1970 * 1000) }
-    )
-}
 
 /// The Target visitor as the SDKs keep it: a session id renewed after inactivity, and the `tntId` and
 /// `edgeHost` Target hands out. The `tntId` is kept in the state directory so the box stays the same
@@ -39,7 +21,7 @@ public final class VisitorSession: Sendable {
 
     private let state: Mutex<State>
     private let timeout: Mutex<Duration>
-    private let clock: TargetClock
+    private let clock: any AgentClock
     private let file: StateFile?
 
     /// What the next request should carry.
@@ -50,7 +32,7 @@ public final class VisitorSession: Sendable {
         public var sessionAge: Duration
     }
 
-    public init(timeout: Duration, clock: TargetClock, stateFile: StateFile?) {
+    public init(timeout: Duration, clock: any AgentClock, stateFile: StateFile?) {
         self.clock = clock
         self.file = stateFile
         self.timeout = Mutex(timeout)

@@ -89,7 +89,7 @@ import UpstreamHTTP
 
 @Test func profilePastItsNotAfterAnswersAuthenticationSessionExpired() async {
     let harness = Harness()
-    harness.fake.login("espn", notAfter: harness.clock.epochMilliseconds - 1000)
+    harness.fake.login("espn", notAfter: harness.clock.epochMilliseconds() - 1000)
     let answer = await harness.preauthorize(["r1"])
     #expect(answer["outcome"] == "failure")
     #expect(answer.statusCode == "authentication_session_expired")

@@ -1,7 +1,6 @@
 import Foundation
 import PreflightProtocol
 import StateFiles
-import Synchronization
 import Testing
 
 @testable import PassAuthorization
@@ -133,65 +132,4 @@ import Testing
     let second = DeviceIdentity.resolve(configuration, stateDirectory: directory, logger: LogRecorder().logger)
     #expect(first.identifierHeader == second.identifierHeader)
     #expect(FileSystem.permissions(of: "\(directory)/\(DeviceIdentity.fallbackFileName)") == 0o600)
-}
-
-/// A shared operation outlives a cancelled caller while another still waits for it, and is cancelled
-/// once every caller has been (the agent stopping), so that stopping never waits on an upstream call.
-@Suite struct SingleFlightCancellationTests {
-    /// An operation that runs until its gate opens or it is cancelled, and returns whether it was cancelled.
-    final class GatedOperation: Sendable {
-        let open = Atomic(false)
-        let starts = Atomic(0)
-
-        func run() async -> Bool {
-            starts.add(1, ordering: .sequentiallyConsistent)
-            while !open.load(ordering: .sequentiallyConsistent) && !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(1))
-            }
-            return Task.isCancelled
-        }
-    }
-
-    private static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for \(what)")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    /// Two callers sharing one running operation.
-    private static func twoCallersOfOneOperation() async throws -> (
-        SingleFlight<String, Bool>, GatedOperation, Task<Bool, Never>, Task<Bool, Never>
-    ) {
-        let flight = SingleFlight<String, Bool>()
-        let operation = GatedOperation()
-        let first = Task { await flight.run("token") { await operation.run() } }
-        let second = Task { await flight.run("token") { await operation.run() } }
-        try await waitUntil("two waiters") { flight.waiters("token") == 2 }
-        return (flight, operation, first, second)
-    }
-
-    @Test func oneCancelledCallerLeavesTheOperationToTheOther() async throws {
-        let (flight, operation, first, second) = try await Self.twoCallersOfOneOperation()
-        first.cancel()
-        try await Self.waitUntil("one waiter") { flight.waiters("token") == 1 }
-        operation.open.store(true, ordering: .sequentiallyConsistent)
-        #expect(await second.value == false, "the operation was cancelled while a caller still waited")
-        #expect(await first.value == false)
-        #expect(operation.starts.load(ordering: .sequentiallyConsistent) == 1)
-        #expect(!flight.isRunning("token"))
-    }
-
-    @Test func theOperationIsCancelledWhenEveryCallerIs() async throws {
-        let (flight, operation, first, second) = try await Self.twoCallersOfOneOperation()
-        first.cancel()
-        second.cancel()
-        #expect(await first.value == true)
-        #expect(await second.value == true)
-        #expect(!flight.isRunning("token"))
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import Testing
@@ -7,24 +8,8 @@ import UpstreamHTTP
 
 @testable import TargetOffers
 
-/// A clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let state = Mutex((instant: ContinuousClock.now, epochMs: Int64(1_800_000_000_000)))
-
-    var clock: TargetClock {
-        TargetClock(
-            now: { self.state.withLock { $0.instant } },
-            epochMilliseconds: { self.state.withLock { $0.epochMs } }
-        )
-    }
-
-    func advance(_ duration: Duration) {
-        state.withLock {
-            $0.instant += duration
-            $0.epochMs += duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        }
-    }
-}
+/// The manual clock these tests start from, at wall time 1,800,000,000,000 ms.
+func manualClock() -> ManualClock { ManualClock(epochOrigin: 1_800_000_000_000) }
 
 /// An upstream that answers from a script and records what it was sent.
 final class ScriptedTransport: HTTPTransport {
@@ -145,14 +130,14 @@ private let logger = Logger(label: "test")
 
 @Suite struct VisitorSessionTests {
     @Test func sessionIdIsRenewedAfterInactivityAndEdgeHostDropped() {
-        let manual = ManualClock()
-        let session = VisitorSession(timeout: .seconds(1800), clock: manual.clock, stateFile: nil)
+        let manual = manualClock()
+        let session = VisitorSession(timeout: .seconds(1800), clock: manual, stateFile: nil)
         let first = session.begin()
         session.learn(tntId: "t.35_0", edgeHost: "mboxedge35.tt.omtrdc.net")
-        manual.advance(.seconds(1799))
+        manual.advance(by: .seconds(1799))
         #expect(session.begin().sessionId == first.sessionId)
         #expect(session.begin().edgeHost == "mboxedge35.tt.omtrdc.net")
-        manual.advance(.seconds(1801))
+        manual.advance(by: .seconds(1801))
         let renewed = session.begin()
         #expect(renewed.sessionId != first.sessionId)
         #expect(renewed.edgeHost == nil)
@@ -163,8 +148,13 @@ private let logger = Logger(label: "test")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let file = StateFile(path: "\(folder)/target-visitor.json", logger: logger)
-        VisitorSession(timeout: .seconds(60), clock: .system, stateFile: file).learn(tntId: "abc.35_0", edgeHost: nil)
-        #expect(VisitorSession(timeout: .seconds(60), clock: .system, stateFile: file).current.tntId == "abc.35_0")
+        VisitorSession(timeout: .seconds(60), clock: SystemClock(), stateFile: file).learn(
+            tntId: "abc.35_0",
+            edgeHost: nil
+        )
+        #expect(
+            VisitorSession(timeout: .seconds(60), clock: SystemClock(), stateFile: file).current.tntId == "abc.35_0"
+        )
         let attributes = try FileManager.default.attributesOfItem(atPath: "\(folder)/target-visitor.json")
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
@@ -176,7 +166,7 @@ private let logger = Logger(label: "test")
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: "\(folder)/target-visitor.json"))
         let session = VisitorSession(
             timeout: .seconds(60),
-            clock: .system,
+            clock: SystemClock(),
             stateFile: StateFile(path: "\(folder)/target-visitor.json", logger: logger)
         )
         #expect(session.current.tntId == nil)
@@ -211,7 +201,7 @@ private let logger = Logger(label: "test")
     }
 
     @Test func anEntryLeavesOnlyWhenTargetReturnsItsId() {
-        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: ManualClock().clock, logger: logger)
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manualClock(), logger: logger)
         let first = notification("a")
         let second = notification("b")
         queue.enqueue(first)
@@ -224,15 +214,15 @@ private let logger = Logger(label: "test")
     }
 
     @Test func batchesAreDueByCountOrAge() {
-        let manual = ManualClock()
-        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
+        let manual = manualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
         #expect(!queue.isDue(batchSize: 3, maxAge: .seconds(2)))
-        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds()))
+        queue.enqueue(notification("a", at: manual.epochMilliseconds()))
         #expect(!queue.isDue(batchSize: 3, maxAge: .seconds(2)))
-        manual.advance(.seconds(2))
+        manual.advance(by: .seconds(2))
         #expect(queue.isDue(batchSize: 3, maxAge: .seconds(2)))
-        let other = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
-        for name in ["a", "b", "c"] { other.enqueue(notification(name, at: manual.clock.epochMilliseconds())) }
+        let other = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
+        for name in ["a", "b", "c"] { other.enqueue(notification(name, at: manual.epochMilliseconds())) }
         #expect(other.isDue(batchSize: 3, maxAge: .seconds(2)))
     }
 
@@ -240,25 +230,25 @@ private let logger = Logger(label: "test")
     /// must not round down to "due at once" (it did, so the run loop raced the miss call that should
     /// have carried the notification).
     @Test func aFractionalAgeIsNotRoundedDown() {
-        let manual = ManualClock()
-        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
-        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds()))
+        let manual = manualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
+        queue.enqueue(notification("a", at: manual.epochMilliseconds()))
         #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
-        manual.advance(.milliseconds(199))
+        manual.advance(by: .milliseconds(199))
         #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
-        manual.advance(.milliseconds(1))
+        manual.advance(by: .milliseconds(1))
         #expect(queue.isDue(batchSize: 50, maxAge: .milliseconds(200)))
         #expect(!queue.isDue(batchSize: 50, maxAge: .milliseconds(1500)))
     }
 
     @Test func aFailureBacksOffBeforeTheNextAttempt() {
-        let manual = ManualClock()
-        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual.clock, logger: logger)
-        queue.enqueue(notification("a", at: manual.clock.epochMilliseconds() - 10_000))
+        let manual = manualClock()
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
+        queue.enqueue(notification("a", at: manual.epochMilliseconds() - 10_000))
         queue.fail(queue.take(max: 10), error: "HTTP 503")
         #expect(queue.summary.pending == 1)
         #expect(!queue.isDue(batchSize: 50, maxAge: .seconds(2)))
-        manual.advance(.seconds(2))
+        manual.advance(by: .seconds(2))
         #expect(queue.isDue(batchSize: 50, maxAge: .seconds(2)))
         #expect(queue.summary.counters.lastError == "HTTP 503")
     }
@@ -268,7 +258,7 @@ private let logger = Logger(label: "test")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = "\(folder)/target-notifications.journal"
-        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
         for index in 0..<3000 { queue.enqueue(notification("m\(index)")) }
         let inFlight = queue.take(max: 10)
         func lines() throws -> Int { try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count }
@@ -279,7 +269,7 @@ private let logger = Logger(label: "test")
         queue.enqueue(notification("after"))
         queue.commitJournal()  // as the I/O thread does after each batch of requests
         // A restart now restores exactly what was queued, the batch in flight included.
-        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
         #expect(restarted.summary.pending == 100)
         let restored = Set(restarted.take(max: 200).map(\.mboxName))
         #expect(restored.isSuperset(of: inFlight.map(\.mboxName)))
@@ -287,7 +277,7 @@ private let logger = Logger(label: "test")
     }
 
     @Test func overflowDropsTheOldestAndCountsIt() {
-        let queue = NotificationQueue(journalPath: nil, capacity: 2, clock: ManualClock().clock, logger: logger)
+        let queue = NotificationQueue(journalPath: nil, capacity: 2, clock: manualClock(), logger: logger)
         let first = notification("a")
         queue.enqueue(first)
         queue.enqueue(notification("b"))
@@ -304,7 +294,7 @@ private let logger = Logger(label: "test")
         let confirmed = notification("a")
         let unconfirmed = notification("b")
         do {
-            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
             queue.enqueue(confirmed)
             queue.enqueue(unconfirmed)
             queue.complete(queue.take(max: 10), acknowledged: [confirmed.id])
@@ -315,7 +305,7 @@ private let logger = Logger(label: "test")
         handle.seekToEndOfFile()
         handle.write(Data(#"{"add":{"id":"tor"#.utf8))
         try handle.close()
-        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: ManualClock().clock, logger: logger)
+        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
         #expect(restarted.summary.counters.replayed == 1)
         #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
     }
@@ -397,7 +387,7 @@ private let logger = Logger(label: "test")
             configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
             transport: transport,
             stateDirectory: nil,
-            clock: ManualClock().clock,
+            clock: manualClock(),
             logger: logger,
             publish: { _, _ in }
         )

@@ -1,6 +1,7 @@
 """Adobe Pass preauthorization end to end: pyzmq apps, a real preflightd, preflight-sim as Adobe Pass."""
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -8,6 +9,7 @@ import tempfile
 import threading
 
 import pytest
+import zmq
 
 from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, read_log, request, start_agent, stop_agent, wait_until
 
@@ -299,3 +301,37 @@ def test_a_crash_report_holds_no_secret_and_no_memory(pass_env):
     for name, secret in secrets.items():
         assert secret not in output, f"the {name} is in the crash output"
         assert secret[:12] not in output, f"the start of the {name} is in the crash output"
+
+
+def test_sigterm_while_work_waits_on_a_hung_upstream_stops_at_once(pass_env):
+    """Work waiting on Adobe Pass and Target at the moment of SIGTERM is cancelled with the service that runs
+    it: the agent stops gracefully (exit 0, socket files removed) without waiting out the upstream calls. The
+    hangs (60 s) and timeouts (30 s) are far beyond the 20 s the stop is given, so a stop that waited for
+    either could not pass."""
+    agent = pass_env.start(timeout=30, answerDeadline=60)
+    pass_env.login()
+    pass_env.wait_configured()
+    for path in (PATH, "/rest/v1/delivery"):
+        pass_env.sim.call("POST", "/_sim/faults", {"path": path, "hangMs": 60000})
+    app = zmq.Context.instance().socket(zmq.DEALER)
+    app.setsockopt(zmq.LINGER, 0)
+    app.connect(agent.app)
+    try:
+        app.send_multipart([b"", json.dumps({"v": 1, "id": "p", "cmd": "preauthorize",
+                                             "args": {"requestor": REQUESTOR, "resources": ["hung"]}}).encode()])
+        app.send_multipart([b"", json.dumps({"v": 1, "id": "l", "cmd": "loadRequests",
+                                             "args": {"requests": [{"name": "hung", "defaultContent": "d"}]}}).encode()])
+        wait_until("both calls to reach the hung upstream",
+                   lambda: ok_status(agent)["ipc"]["inFlight"] == 2)
+        agent.process.send_signal(signal.SIGTERM)
+        assert agent.process.wait(timeout=20) == 0
+        assert not any(os.path.exists(f"{pass_env.folder}/run/{n}.sock") for n in ("app", "admin", "events"))
+    finally:
+        app.close()
+        pass_env.sim.call("DELETE", "/_sim/faults")
+
+
+def ok_status(agent):
+    reply = request(agent.admin, "status")
+    assert reply["ok"] is True, reply
+    return reply["result"]

@@ -1,76 +1,11 @@
 import Foundation
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
 
 @testable import PassAuthorization
-
-/// A clock that moves only when the test says so. Sleepers wake when `advance(by:)` passes their time.
-final class ManualClock: Sendable {
-    private struct Sleeper: Sendable {
-        var wakeAt: Duration
-        var continuation: CheckedContinuation<Void, any Error>
-    }
-
-    private struct State: Sendable {
-        var elapsed: Duration = .zero
-        var sleepers: [Int: Sleeper] = [:]
-        var nextID = 0
-    }
-
-    private let state = Mutex(State())
-    private let origin = ContinuousClock.now
-    /// Wall time at the start: 2025-10-09T10:13:20Z.
-    let epochOrigin: Int64 = 1_760_004_800_000
-
-    var passClock: PassClock {
-        PassClock(
-            now: { self.now },
-            epochMilliseconds: { self.epochMilliseconds },
-            sleep: { try await self.sleep(for: $0) }
-        )
-    }
-
-    var now: ContinuousClock.Instant { origin + state.withLock { $0.elapsed } }
-    var epochMilliseconds: Int64 { epochOrigin + state.withLock { $0.elapsed }.wholeMilliseconds }
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
-    /// The earliest time a sleeper waits for, as time from now.
-    var nextWakeUp: Duration? {
-        state.withLock { state in state.sleepers.values.map(\.wakeAt).min().map { $0 - state.elapsed } }
-    }
-
-    func advance(by duration: Duration) {
-        let due = state.withLock { state in
-            state.elapsed += duration
-            let due = state.sleepers.filter { $0.value.wakeAt <= state.elapsed }
-            for id in due.keys { state.sleepers[id] = nil }
-            return due.values.map(\.continuation)
-        }
-        for continuation in due { continuation.resume() }
-    }
-
-    func sleep(for duration: Duration) async throws {
-        guard duration > .zero else { return }
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let cancelled = state.withLock { state in
-                    if Task.isCancelled { return true }
-                    state.sleepers[id] = Sleeper(wakeAt: state.elapsed + duration, continuation: continuation)
-                    return false
-                }
-                if cancelled { continuation.resume(throwing: CancellationError()) }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
-    }
-}
 
 /// Holds callers until opened.
 final class Gate: Sendable {
@@ -427,7 +362,7 @@ struct Harness {
             configuration: configuration,
             transport: fake,
             stateDirectory: directory,
-            clock: clock.passClock,
+            clock: clock,
             logger: logs.logger,
             publish: events.publish
         )
@@ -435,7 +370,7 @@ struct Harness {
 
     /// Logs the box in for a requestor for an hour of the manual clock.
     func login(_ requestor: String = "espn", mvpd: String = "Cablevision", for lifetime: Duration = .seconds(3600)) {
-        fake.login(requestor, mvpd: mvpd, notAfter: clock.epochMilliseconds + lifetime.wholeMilliseconds)
+        fake.login(requestor, mvpd: mvpd, notAfter: clock.epochMilliseconds() + lifetime.wholeMilliseconds)
     }
 
     func preauthorize(

@@ -1,0 +1,62 @@
+import PreflightCore
+import Synchronization
+import Testing
+
+@Suite struct ClockTests {
+    @Test func manualClockMovesBothClocksOnlyWhenAdvanced() {
+        let clock = ManualClock(epochOrigin: 1_800_000_000_000)
+        let start = clock.now()
+        #expect(clock.epochMilliseconds() == 1_800_000_000_000)
+        #expect(clock.now() == start)
+        clock.advance(by: .milliseconds(1500))
+        #expect(clock.now() - start == .milliseconds(1500))
+        #expect(clock.epochMilliseconds() == 1_800_000_001_500)
+    }
+
+    @Test func manualClockWakesSleepersWhenTheirTimeComes() async throws {
+        let clock = ManualClock()
+        let woke = Mutex(false)
+        let sleeper = Task {
+            try await clock.sleep(for: .seconds(3))
+            woke.withLock { $0 = true }
+        }
+        while clock.sleeperCount == 0 { await Task.yield() }
+        #expect(clock.nextWakeUp == .seconds(3))
+        clock.advance(by: .seconds(2))
+        #expect(clock.sleeperCount == 1)
+        #expect(clock.nextWakeUp == .seconds(1))
+        #expect(!woke.withLock { $0 })
+        clock.advance(by: .seconds(1))
+        try await sleeper.value
+        #expect(woke.withLock { $0 })
+        #expect(clock.sleeperCount == 0)
+        #expect(clock.nextWakeUp == nil)
+    }
+
+    @Test func cancellingASleeperOnTheManualClockThrows() async {
+        let clock = ManualClock()
+        let sleeper = Task { try await clock.sleep(for: .seconds(60)) }
+        while clock.sleeperCount == 0 { await Task.yield() }
+        sleeper.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test func systemClockReadsTheSystemsClocks() async throws {
+        let clock: any AgentClock = SystemClock()
+        let wall = clock.epochMilliseconds()
+        // After 2020 and before 2100.
+        #expect(wall > 1_577_836_800_000 && wall < 4_102_444_800_000)
+        let start = clock.now()
+        let startNanoseconds = SystemClock.monotonicNanoseconds()
+        try await clock.sleep(for: .milliseconds(5))
+        #expect(clock.now() - start >= .milliseconds(5))
+        #expect(SystemClock.monotonicNanoseconds() - startNanoseconds >= 5_000_000)
+    }
+
+    @Test func wholeMillisecondsRoundTowardsZero() {
+        #expect(Duration.milliseconds(1500).wholeMilliseconds == 1500)
+        #expect(Duration.microseconds(1999).wholeMilliseconds == 1)
+        #expect(Duration.seconds(-2).wholeMilliseconds == -2000)
+    }
+}
