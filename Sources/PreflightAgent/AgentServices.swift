@@ -10,8 +10,19 @@ import UpstreamHTTPClient
 /// them in dependency order: started in that order, stopped in reverse, each waiting for the one after
 /// it to finish). Nothing in the agent runs outside them.
 
+/// A job of the agent, under the name the service group logs it by.
+protocol AgentService: Service, CustomStringConvertible {
+    static var name: String { get }
+}
+
+extension AgentService {
+    var description: String { Self.name }
+}
+
 /// The HTTP client every upstream call uses: shut down last, after everything that calls upstream.
-struct UpstreamTransportService: Service {
+struct UpstreamTransportService: AgentService {
+    static let name = "upstream HTTP client"
+
     let transport: AsyncHTTPClientTransport
 
     func run() async {
@@ -22,7 +33,9 @@ struct UpstreamTransportService: Service {
 
 /// Sends display notifications to Target by count and age; at stop, flushes what is queued for up to
 /// `flushLimit` (what Target does not confirm by then stays in the journal for the next start).
-struct NotificationSenderService: Service {
+struct NotificationSenderService: AgentService {
+    static let name = "notification sender"
+
     let target: TargetService
     let logger: Logger
     var flushLimit: Duration = .seconds(2)
@@ -57,7 +70,9 @@ struct NotificationSenderService: Service {
 
 /// Adobe Pass's background work: registration, token and each requestor's configuration, retried
 /// until they succeed, and token refresh.
-struct PassBackgroundService: Service {
+struct PassBackgroundService: AgentService {
+    static let name = "Adobe Pass background"
+
     let pass: Preauthorizer
 
     func run() async {
@@ -69,7 +84,9 @@ struct PassBackgroundService: Service {
 /// a `preauthorize` the decision cache cannot answer). The I/O thread hands work in with ``submit(_:)``;
 /// at stop, after the IPC service has drained and closed its sockets (so no reply could still be sent),
 /// whatever is left is cancelled.
-public final class RequestWorkService: Service, Sendable {
+public final class RequestWorkService: Service, CustomStringConvertible, Sendable {
+    public var description: String { "request work" }
+
     private let jobs: AsyncStream<@Sendable () async -> Void>
     private let continuation: AsyncStream<@Sendable () async -> Void>.Continuation
 
@@ -105,7 +122,9 @@ public final class RequestWorkService: Service, Sendable {
 /// The IPC endpoints: binds them (a failure ends the group with the error, and preflightd exits with
 /// its code), says ready, and at stop refuses new requests, lets in-flight ones reply within the grace,
 /// and removes the socket files.
-struct IPCService: Service {
+struct IPCService: AgentService {
+    static let name = "IPC endpoints"
+
     let agent: Agent
 
     func run() async throws(AgentError) {
@@ -124,7 +143,9 @@ struct IPCService: Service {
 
 /// SIGHUP: re-reads the configuration file. The signal is trapped before the endpoints are bound, so a
 /// reload asked for as soon as the agent answers is not lost.
-struct ReloadService: Service {
+struct ReloadService: AgentService {
+    static let name = "reloader (SIGHUP)"
+
     let agent: Agent
     let hangups: UnixSignalsSequence
 
@@ -138,7 +159,9 @@ struct ReloadService: Service {
 }
 
 /// systemd's status line (`systemctl status`), refreshed every `interval`.
-struct StatusReportService: Service {
+struct StatusReportService: AgentService {
+    static let name = "systemd status"
+
     let agent: Agent
     var interval: Duration = .seconds(10)
 
@@ -155,33 +178,4 @@ struct StatusReportService: Service {
             }
         }
     }
-}
-
-// The names the service group logs them under.
-extension UpstreamTransportService: CustomStringConvertible {
-    var description: String { "upstream HTTP client" }
-}
-
-extension NotificationSenderService: CustomStringConvertible {
-    var description: String { "notification sender" }
-}
-
-extension PassBackgroundService: CustomStringConvertible {
-    var description: String { "Adobe Pass background" }
-}
-
-extension RequestWorkService: CustomStringConvertible {
-    public var description: String { "request work" }
-}
-
-extension IPCService: CustomStringConvertible {
-    var description: String { "IPC endpoints" }
-}
-
-extension ReloadService: CustomStringConvertible {
-    var description: String { "reloader (SIGHUP)" }
-}
-
-extension StatusReportService: CustomStringConvertible {
-    var description: String { "systemd status" }
 }
