@@ -17,13 +17,13 @@ import UpstreamHTTP
 /// `missing`, `expired`), `upstream.error` (service `pass`, operation, status, code). No event, log line
 /// or snapshot ever holds the software statement, the client secret or an access token.
 public final class Preauthorizer: Sendable {
-    private let state: Mutex<PassState>
-    private let upstream: PassUpstream
+    let state: Mutex<PassState>
+    let upstream: PassUpstream
     let batcher: DecisionBatcher
     private let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
     private let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
     private let wakeUp = WakeSignal()
-    private let clock: any AgentClock
+    let clock: any AgentClock
     private let logger: Logger
     private let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
     private let stateDirectory: String
@@ -575,76 +575,5 @@ public final class Preauthorizer: Sendable {
             "requestor": requestor.map { .string($0) } ?? .null, "profiles": .integer(Int64(profiles)),
             "decisions": .integer(Int64(decisions)), "registration": .bool(registrationCleared),
         ]
-    }
-
-    /// The admin view (no secrets): registration and token expiry, pacing, and per requestor the
-    /// configuration state and last error, the session (mvpd, notAfter), cached decisions with their
-    /// age, and answer counters by outcome and code. Times are wall-clock epoch milliseconds; ages and
-    /// remaining times are milliseconds.
-    public func snapshot() -> PassSnapshot {
-        let now = clock.now()
-        let epoch = clock.epochMilliseconds()
-        let credentials = upstream.credentials.status
-        let pacer = upstream.pacer.withLock { $0 }
-        let health = upstream.health.withLock { $0 }
-        return state.withLock { state in
-            var tokenState = PassSnapshot.TokenState.none
-            var expiresInMs: Int64?
-            if credentials.tokenExpiresAt != nil, let expiry = credentials.tokenExpiresAtInstant {
-                tokenState = now < expiry ? .valid : .expired
-                expiresInMs = max(0, (expiry - now).wholeMilliseconds)
-            }
-            let ttl = state.configuration.decisionTTL
-            let requestors = state.configuration.requestors.compactMap { requestor -> PassSnapshot.Requestor? in
-                guard let requestorState = state.requestors[requestor] else { return nil }
-                var entry = PassSnapshot.Requestor(
-                    name: requestor,
-                    configurationState: requestorState.configurationError == nil ? .pending : .failed,
-                    mvpds: [],
-                    configurationError: requestorState.configurationError,
-                    sessionState: requestorState.session.name,
-                    decisions: state.cache.entries(requestor: requestor, now: now).filter { $0.age < ttl }.map {
-                        PassSnapshot.Requestor.Decision(
-                            mvpd: $0.mvpd,
-                            resource: $0.resource,
-                            ageMs: $0.age.wholeMilliseconds
-                        )
-                    },
-                    counters: requestorState.counters.json
-                )
-                switch requestorState.configuration {
-                case .configured(let at, let mvpds):
-                    entry.configurationState = .configured
-                    entry.configuredAtMs = at
-                    entry.mvpds = mvpds
-                case .pending:
-                    entry.configurationAttempts = requestorState.configurationAttempts
-                }
-                switch requestorState.session {
-                case .authenticated(let profile):
-                    entry.sessionMvpd = profile.mvpd
-                    entry.sessionNotAfterMs = profile.notAfter
-                    if !profile.isValid(atEpochMilliseconds: epoch) { entry.sessionState = "expired" }
-                case .expired(let mvpd, _):
-                    entry.sessionMvpd = mvpd
-                case .missing, .unknown:
-                    break
-                }
-                return entry
-            }
-            return PassSnapshot(
-                serverURL: state.configuration.baseURL,
-                upstream: health,
-                registration: credentials.registered.map { $0 ? .registered : .none } ?? .notLoaded,
-                registeredAtMs: credentials.registeredAt,
-                token: tokenState,
-                tokenExpiresAtMs: tokenState == .none ? nil : credentials.tokenExpiresAt,
-                tokenExpiresInMs: expiresInMs,
-                burstRemaining: pacer.burstRemaining,
-                blockedForMs: pacer.blockedUntil.flatMap { $0 > now ? ($0 - now).wholeMilliseconds : nil },
-                requestors: requestors,
-                unknownRequestorAnswers: state.unknownRequestorAnswers
-            )
-        }
     }
 }
