@@ -30,6 +30,11 @@ class BadRequest(Exception):
     pass
 
 
+class IncompleteRequest(Exception):
+    """The client closed the connection before sending the whole body: as on a real server, the request never
+    happened (nothing is logged, checked or carried out), however much of it arrived."""
+
+
 class SimServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -111,7 +116,7 @@ class SimHandler(BaseHTTPRequestHandler):
             while True:
                 line = self.rfile.readline(1024)
                 if not line:
-                    raise BadRequest("truncated chunked body")
+                    raise IncompleteRequest()
                 try:
                     size = int(line.split(b";", 1)[0].strip() or b"0", 16)
                 except ValueError as exc:
@@ -123,7 +128,10 @@ class SimHandler(BaseHTTPRequestHandler):
                 total += size
                 if total > MAX_BODY:
                     raise BadRequest("body too large")
-                chunks.append(self.rfile.read(size))
+                chunk = self.rfile.read(size)
+                if len(chunk) < size:
+                    raise IncompleteRequest()
+                chunks.append(chunk)
                 self.rfile.readline(1024)
             return b"".join(chunks)
         length = self.headers.get("Content-Length")
@@ -135,7 +143,10 @@ class SimHandler(BaseHTTPRequestHandler):
             raise BadRequest("bad Content-Length") from exc
         if n < 0 or n > MAX_BODY:
             raise BadRequest("bad Content-Length")
-        return self.rfile.read(n)
+        body = self.rfile.read(n)
+        if len(body) < n:
+            raise IncompleteRequest()
+        return body
 
     def _request(self) -> Request:
         parts = urlsplit(self.path)
@@ -161,6 +172,9 @@ class SimHandler(BaseHTTPRequestHandler):
         sim.connections.mark(self.connection_key, busy=True, control=to_control)
         try:
             req = self._request()
+        except IncompleteRequest:
+            self.close_connection = True
+            return
         except BadRequest as exc:
             self.close_connection = True
             self._send(Response.json(400, {"error": str(exc)}))

@@ -307,3 +307,22 @@ def test_connections_idle_busy_and_close_idle(sim):
 def test_no_response_violations_in_this_module(sim):
     sim.collect_response_violations()
     assert sim.response_violations == []
+
+
+def test_a_request_whose_body_never_fully_arrives_never_happened(sim):
+    """A client that closes mid-body (an agent stopping, a box losing power) sent no request: a real server
+    discards it, so the simulator neither logs, checks nor carries it out."""
+    before = len(sim.requests_log())
+    for framing in (b"Content-Length: 200\r\n\r\n" + BODY.encode()[:40],
+                    b"Transfer-Encoding: chunked\r\n\r\n20\r\n" + BODY.encode()[:10]):
+        raw = socket.create_connection(("127.0.0.1", sim.port), timeout=5)
+        raw.sendall(f"POST {delivery_url()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+                    + framing)
+        raw.shutdown(socket.SHUT_WR)
+        assert raw.recv(1024) == b""  # closed without an answer
+        raw.close()
+    response, _, conn = deliver(sim)  # the simulator still serves the next client
+    conn.close()
+    assert response.status == 200
+    assert len(sim.requests_log()) == before + 1
+    assert sim.violations() == []
