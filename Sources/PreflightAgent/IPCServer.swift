@@ -298,10 +298,9 @@ public final class IPCServer: ReplySink {
                 answerHandshakes(on: zap, peerCheck)
             }
             flushOutgoing(sockets)
-            let (draining, drainIsOver) = shared.withLock { state in
-                (state.admission.isDraining, state.admission.drainIsOver(now: .now))
-            }
-            if drainIsOver {
+            // The clock is read only while draining: this runs on every turn of the loop.
+            let draining = shared.withLock { $0.admission.isDraining }
+            if draining, shared.withLock({ $0.admission.drainIsOver(now: .now) }) {
                 flushOutgoing(sockets)
                 return
             }

@@ -62,10 +62,9 @@ struct FastScanner {
                 guard id == nil, let text = scanner.string(), (1...128).contains(text.utf8.count) else { return false }
                 id = text
             } else if scanner.matches(key, "cmd") {
-                guard command == nil, let name = scanner.rawString(),
-                    let known = Command.oneShot.first(where: { scanner.matches(name, $0.name) })
+                guard command == nil, let name = scanner.rawString(), let known = scanner.oneShotCommand(named: name)
                 else { return false }
-                command = known.command
+                command = known
             } else if scanner.matches(key, "args") {
                 // The arguments' shape depends on the command: apps send `cmd` first.
                 guard !sawArgs, let known = command else { return false }
@@ -363,14 +362,18 @@ struct FastScanner {
         return nil
     }
 
-    private func matches(_ range: Range<Int>, _ expected: [UInt8]) -> Bool {
-        guard range.count == expected.count else { return false }
-        var offset = 0
-        while offset < expected.count {
-            if bytes[range.lowerBound + offset] != expected[offset] { return false }
-            offset += 1
+    /// The one-pass command whose wire name the bytes in `range` spell, if any: a length check first, so
+    /// most names are turned down without reading a byte.
+    func oneShotCommand(named range: Range<Int>) -> Command? {
+        for entry in Command.oneShot where entry.name.count == range.count {
+            let equal = entry.name.withUnsafeBufferPointer { name in
+                var offset = 0
+                while offset < name.count, bytes[range.lowerBound + offset] == name[offset] { offset += 1 }
+                return offset == name.count
+            }
+            if equal { return entry.command }
         }
-        return true
+        return nil
     }
 
     private func matches(_ range: Range<Int>, _ literal: StaticString) -> Bool {
