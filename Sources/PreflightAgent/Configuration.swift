@@ -200,7 +200,7 @@ extension AgentConfiguration {
             guard case .object(let object) = value else {
                 throw ConfigurationError(key: section.rawValue, message: "must be an object, got \(value.typeName)")
             }
-            let keys = Self.keys.filter { $0.section == section }
+            let keys = Self.keys(in: section)
             for key in keys {
                 if let member = object[key.name] { try key.read(member, into: &configuration) }
             }
@@ -235,7 +235,7 @@ extension AgentConfiguration {
         var sections = JSONObject()
         for section in ConfigurationSection.allCases {
             var object = JSONObject()
-            for key in Self.keys where key.section == section {
+            for key in Self.keys(in: section) {
                 object[key.name] = key.shown(in: self)
             }
             sections[section.rawValue] = .object(object)
@@ -269,7 +269,7 @@ extension AgentConfiguration {
 
     /// docs/OPERATIONS.md's reference table of one section, as the doc shows it.
     public static func markdownTable(_ section: ConfigurationSection) -> String {
-        let rows = keys.filter { $0.section == section }.map(\.markdownRow)
+        let rows = keys(in: section).map(\.markdownRow)
         return
             (["| key | type, allowed values | default | what it does | on reload |", "|---|---|---|---|---|"] + rows)
             .joined(separator: "\n")

@@ -125,66 +125,50 @@ extension ConfigurationValue where Value == String {
 
     /// One of `choices`.
     static func oneOf(_ choices: [String]) -> Self {
-        Self(
-            allowed: choices.map { "`\($0)`" }.joined(separator: ", "),
-            read: { (value, path) throws(ConfigurationError) in
-                let text = try readString(value, path)
-                guard choices.contains(text) else {
-                    throw ConfigurationError(
-                        key: path,
-                        message: "must be one of \(choices.joined(separator: ", ")); got \"\(text)\""
-                    )
-                }
-                return text
-            },
-            json: { .string($0) },
-            describe: { "`\($0)`" }
-        )
+        checked(allowed: choices.map { "`\($0)`" }.joined(separator: ", ")) { text in
+            choices.contains(text) ? nil : "must be one of \(choices.joined(separator: ", ")); got \"\(text)\""
+        }
     }
 
     /// `ipc://`, `tcp://` or `inproc://` and an address.
     static var endpoint: Self {
-        Self(
-            allowed: "ZeroMQ endpoint: `ipc://`, `tcp://` or `inproc://` plus an address",
-            read: { (value, path) throws(ConfigurationError) in
-                let text = try readString(value, path)
-                let schemes = ["ipc://", "tcp://", "inproc://"]
-                guard schemes.contains(where: { text.hasPrefix($0) }), !schemes.contains(text) else {
-                    throw ConfigurationError(
-                        key: path,
-                        message:
-                            "must be a ZeroMQ endpoint such as \(AgentEndpoint.app.defaultAddress); got \"\(text)\""
-                    )
-                }
-                return text
-            },
-            json: { .string($0) },
-            describe: { "`\($0)`" }
-        )
+        checked(allowed: "ZeroMQ endpoint: `ipc://`, `tcp://` or `inproc://` plus an address") { text in
+            let schemes = ["ipc://", "tcp://", "inproc://"]
+            guard schemes.contains(where: { text.hasPrefix($0) }), !schemes.contains(text) else {
+                return "must be a ZeroMQ endpoint such as \(AgentEndpoint.app.defaultAddress); got \"\(text)\""
+            }
+            return nil
+        }
     }
 
     /// A folder path: not empty, no NUL.
     static var folder: Self {
+        checked(allowed: "folder path, not empty") { text in
+            text.isEmpty || text.contains("\u{0}") ? "must be a folder path" : nil
+        }
+    }
+
+    /// A string that `problem` accepts (returns nil for) or describes the fault of.
+    private static func checked(allowed: String, _ problem: @escaping @Sendable (String) -> String?) -> Self {
         Self(
-            allowed: "folder path, not empty",
+            allowed: allowed,
             read: { (value, path) throws(ConfigurationError) in
                 let text = try readString(value, path)
-                guard !text.isEmpty, !text.contains("\u{0}") else {
-                    throw ConfigurationError(key: path, message: "must be a folder path")
-                }
+                if let message = problem(text) { throw ConfigurationError(key: path, message: message) }
                 return text
             },
             json: { .string($0) },
             describe: { "`\($0)`" }
         )
     }
+}
 
-    private static func readString(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
-        guard case .string(let text) = value else {
-            throw ConfigurationError(key: path, message: "must be a string, got \(value.typeName)")
-        }
-        return text
+/// A JSON string, or an error naming the key.
+private func readString(_ value: JSONValue, _ path: String) throws(ConfigurationError) -> String {
+    guard case .string(let text) = value else {
+        throw ConfigurationError(key: path, message: "must be a string, got \(value.typeName)")
     }
+    return text
 }
 
 extension ConfigurationValue where Value == String? {
@@ -211,9 +195,7 @@ extension ConfigurationValue where Value == String? {
             allowed: "`http` or `https` URL with a host, or `null`",
             read: { (value, path) throws(ConfigurationError) in
                 if case .null = value { return nil }
-                guard case .string(let text) = value else {
-                    throw ConfigurationError(key: path, message: "must be a string, got \(value.typeName)")
-                }
+                let text = try readString(value, path)
                 guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme),
                     url.host != nil
                 else {

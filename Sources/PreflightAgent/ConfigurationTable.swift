@@ -11,6 +11,11 @@ import TargetOffers
 extension AgentConfiguration {
     public static let keys: [ConfigurationKey] = agentKeys + targetKeys + passKeys
 
+    /// The keys of one section, in the table's order.
+    static func keys(in section: ConfigurationSection) -> [ConfigurationKey] {
+        keys.filter { $0.section == section }
+    }
+
     /// `section.name` of the key that sets `field`, for messages that name a key.
     static func path(of field: PartialKeyPath<AgentConfiguration> & Sendable) -> String {
         guard let key = keys.first(where: { $0.field == field }) else {
