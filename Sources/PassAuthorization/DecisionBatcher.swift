@@ -1,4 +1,4 @@
-import Synchronization
+import PreflightCore
 
 /// Turns concurrent needs for decisions into as few upstream preauthorize calls as the limits allow.
 ///
@@ -10,7 +10,7 @@ import Synchronization
 actor DecisionBatcher {
     /// Callers of each batch that have not been cancelled: a batch every caller has given up on (the agent
     /// is stopping) is cancelled, so that stopping never waits for pacing or an upstream call.
-    private let waiters = Mutex<[Int: Int]>([:])
+    private let waiters = SharedTaskWaiters<Int>()
 
     struct Key: Hashable, Sendable {
         var requestor: String
@@ -63,20 +63,9 @@ actor DecisionBatcher {
         }
         var outcomes: [Int: Outcome] = [:]
         waiting += 1
-        waiters.withLock { waiters in
-            for id in tasks.keys { waiters[id, default: 0] += 1 }
-        }
+        for id in tasks.keys { waiters.join(id) }
         for (id, task) in tasks {
-            outcomes[id] = await withTaskCancellationHandler {
-                await task.value
-            } onCancel: {
-                let abandoned = self.waiters.withLock { waiters -> Bool in
-                    guard let count = waiters[id] else { return false }
-                    waiters[id] = count - 1
-                    return count == 1
-                }
-                if abandoned { task.cancel() }
-            }
+            outcomes[id] = await waiters.value(of: task, joinedAs: id)
         }
         waiting -= 1
         return assignment.mapValues { outcomes[$0] ?? .failure(.networkError("the upstream call was abandoned")) }
@@ -111,7 +100,7 @@ actor DecisionBatcher {
     }
 
     private func finish(_ id: Int) {
-        waiters.withLock { _ = $0.removeValue(forKey: id) }
+        waiters.forget(id)
         guard let batch = batches.removeValue(forKey: id) else { return }
         for resource in batch.resources where pending[batch.key]?[resource] == id {
             pending[batch.key]?[resource] = nil

@@ -25,23 +25,18 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
         }
     }
 
-    private struct Table: Sendable {
-        var running: [Key: Work] = [:]
-        /// Callers of each call that have not been cancelled.
-        var waiters: [Work: Int] = [:]
-    }
-
-    private let table = Mutex(Table())
+    private let running = Mutex<[Key: Work]>([:])
+    private let waiters = SharedTaskWaiters<Work>()
 
     public init() {}
 
     /// Joins the call running for `key`, or starts `operation` as it; does not wait, so it may be called
     /// while holding another lock.
     public func begin(_ key: Key, _ operation: @escaping @Sendable () async -> Value) -> Flight {
-        let work = table.withLock { table in
-            let work = table.running[key] ?? Work { [key: await operation()] }
-            table.running[key] = work
-            table.waiters[work, default: 0] += 1
+        let work = running.withLock { running in
+            let work = running[key] ?? Work { [key: await operation()] }
+            running[key] = work
+            waiters.join(work)
             return work
         }
         return Flight(owner: self, key: key, work: work)
@@ -59,19 +54,19 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
         batch keys: [Key],
         _ operation: @escaping @Sendable ([Key]) async -> [Key: Value]
     ) async -> [Key: Value] {
-        let (joined, started, fresh) = table.withLock { table in
+        let (joined, started, fresh) = running.withLock { running in
             var joined: [Key: Work] = [:]
             var fresh: [Key] = []
             for key in keys where joined[key] == nil && !fresh.contains(key) {
-                if let work = table.running[key] { joined[key] = work } else { fresh.append(key) }
+                if let work = running[key] { joined[key] = work } else { fresh.append(key) }
             }
             var started: Work?
             if !fresh.isEmpty {
                 let work = Work { [fresh] in await operation(fresh) }
-                for key in fresh { table.running[key] = work }
+                for key in fresh { running[key] = work }
                 started = work
             }
-            for work in Set(joined.values).union(started.map { [$0] } ?? []) { table.waiters[work, default: 0] += 1 }
+            for work in Set(joined.values).union(started.map { [$0] } ?? []) { waiters.join(work) }
             return (joined, started, fresh)
         }
         var values: [Key: Value] = [:]
@@ -90,32 +85,23 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
 
     /// Whether a call for `key` is running (or finished and not yet awaited).
     public func isRunning(_ key: Key) -> Bool {
-        table.withLock { $0.running[key] != nil }
+        running.withLock { $0[key] != nil }
     }
 
     /// Callers waiting for `key`'s call that have not been cancelled.
     public func waiters(_ key: Key) -> Int {
-        table.withLock { table in table.running[key].flatMap { table.waiters[$0] } ?? 0 }
+        running.withLock { $0[key] }.map { waiters.count($0) } ?? 0
     }
 
     /// `work`'s result; if this caller is cancelled and was its last, `work` is cancelled too.
     fileprivate func wait(for work: Work) async -> [Key: Value] {
-        await withTaskCancellationHandler {
-            await work.value
-        } onCancel: {
-            let abandoned = table.withLock { table -> Bool in
-                guard let count = table.waiters[work] else { return false }
-                table.waiters[work] = count - 1
-                return count == 1
-            }
-            if abandoned { work.cancel() }
-        }
+        await waiters.value(of: work, joinedAs: work)
     }
 
     private func finish(_ work: Work, keys: [Key]) {
-        table.withLock { table in
-            for key in keys where table.running[key] == work { table.running[key] = nil }
-            if !table.running.values.contains(work) { table.waiters[work] = nil }
+        running.withLock { running in
+            for key in keys where running[key] == work { running[key] = nil }
+            if !running.values.contains(work) { waiters.forget(work) }
         }
     }
 }
