@@ -61,6 +61,12 @@ def request(endpoint, cmd, args=None, req_id="1", timeout_ms=5000):
         socket.close()
 
 
+def ok(reply):
+    """The result of a successful reply; a failed one fails the test, showing the reply."""
+    assert reply["ok"] is True, reply
+    return reply["result"]
+
+
 def start_agent(folder, target=None, pass_=None, agent_extra=None, env=None, wait=True):
     """Starts preflightd with its sockets and state under `folder`; returns once it answers."""
     config = {

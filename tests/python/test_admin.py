@@ -4,16 +4,11 @@ import json
 
 import pytest
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, request, wait_until
+from agent_harness import TEST_SOFTWARE_STATEMENT, ok, request, wait_until
 
 PREFETCH = {"mboxes": [{"name": "logo"}, {"name": "buttonColor"}]}
 ADMIN_COMMANDS = ["status", "stats", "offers.list", "offers.show", "offers.clear", "notifications.status",
                   "notifications.flush", "config.show"]
-
-
-def ok(reply):
-    assert reply["ok"] is True, reply
-    return reply["result"]
 
 
 @pytest.mark.parametrize("command", ADMIN_COMMANDS)

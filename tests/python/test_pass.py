@@ -11,7 +11,7 @@ import threading
 import pytest
 import zmq
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, ok, read_log, request, start_agent, stop_agent, wait_until
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
@@ -322,16 +322,10 @@ def test_sigterm_while_work_waits_on_a_hung_upstream_stops_at_once(pass_env):
         app.send_multipart([b"", json.dumps({"v": 1, "id": "l", "cmd": "loadRequests",
                                              "args": {"requests": [{"name": "hung", "defaultContent": "d"}]}}).encode()])
         wait_until("both calls to reach the hung upstream",
-                   lambda: ok_status(agent)["ipc"]["inFlight"] == 2)
+                   lambda: ok(request(agent.admin, "status"))["ipc"]["inFlight"] == 2)
         agent.process.send_signal(signal.SIGTERM)
         assert agent.process.wait(timeout=20) == 0
         assert not any(os.path.exists(f"{pass_env.folder}/run/{n}.sock") for n in ("app", "admin", "events"))
     finally:
         app.close()
         pass_env.sim.call("DELETE", "/_sim/faults")
-
-
-def ok_status(agent):
-    reply = request(agent.admin, "status")
-    assert reply["ok"] is True, reply
-    return reply["result"]

@@ -4,12 +4,7 @@ import json
 import os
 import signal
 
-from agent_harness import read_log, request, wait_until
-
-
-def ok(reply):
-    assert reply["ok"] is True, reply
-    return reply["result"]
+from agent_harness import ok, read_log, request, wait_until
 
 
 def rewrite_config(agent, change):

@@ -18,16 +18,11 @@ import time
 import pytest
 import zmq
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, ok, read_log, request, start_agent, stop_agent, wait_until
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
 DELIVERY = "/rest/v1/delivery"
-
-
-def ok(reply):
-    assert reply["ok"] is True, reply
-    return reply["result"]
 
 
 class Setup:

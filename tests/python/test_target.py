@@ -6,7 +6,7 @@ import threading
 
 import zmq
 
-from agent_harness import request, start_agent, stop_agent, wait_until
+from agent_harness import ok, request, start_agent, stop_agent, wait_until
 
 SEED_PREFETCH = {
     "mboxes": [
@@ -33,11 +33,6 @@ SEED_LOAD = {
     ],
     "profileParameters": {"age": "20-32"},
 }
-
-
-def ok(reply):
-    assert reply["ok"] is True, reply
-    return reply["result"]
 
 
 def test_seed_example_prefetch_then_load_from_the_cache(target_env):

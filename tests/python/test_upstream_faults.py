@@ -36,7 +36,7 @@ import time
 import pytest
 import zmq
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, read_log, request, start_agent, stop_agent
+from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, ok, read_log, request, start_agent, stop_agent
 
 # target.timeout and pass.timeout, seconds: long enough for a healthy call on a busy 2-core machine.
 UPSTREAM_TIMEOUT = 2
@@ -107,11 +107,6 @@ PASS_CODE = {
     "oversized": "network_error",
     "endless": "network_error",
 }
-
-
-def ok(reply):
-    assert reply["ok"] is True, reply
-    return reply["result"]
 
 
 def call(endpoint, cmd, args=None):
