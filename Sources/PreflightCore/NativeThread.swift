@@ -14,9 +14,13 @@ public enum NativeThread {
     }
 
     private final class Work: Sendable {
+        /// The name as a C string of at most 15 bytes (Linux's limit), cut by bytes: never a crash on a
+        /// name whose 15th byte falls inside a character.
+        let name: [CChar]?
         let body: @Sendable () -> Void
 
-        init(_ body: @escaping @Sendable () -> Void) {
+        init(name: String?, _ body: @escaping @Sendable () -> Void) {
+            self.name = name.map { $0.utf8.prefix(15).map { CChar(bitPattern: $0) } + [0] }
             self.body = body
         }
     }
@@ -27,7 +31,7 @@ public enum NativeThread {
         name: String? = nil,
         _ body: @escaping @Sendable () -> Void
     ) throws(StartError) -> pthread_t {
-        let work = Unmanaged.passRetained(Work(body))
+        let work = Unmanaged.passRetained(Work(name: name, body))
         var thread = pthread_t()
         let result = pthread_create(
             &thread,
@@ -35,6 +39,9 @@ public enum NativeThread {
             { argument in
                 guard let argument else { return nil }
                 let work = Unmanaged<Work>.fromOpaque(argument).takeRetainedValue()
+                // Named from inside, before the body runs: named by the creator after pthread_create, the
+                // body could start (and read or report its name) under the creator's name.
+                work.name?.withUnsafeBufferPointer { _ = preflight_set_thread_name(pthread_self(), $0.baseAddress!) }
                 work.body()
                 return nil
             },
@@ -43,9 +50,6 @@ public enum NativeThread {
         guard result == 0 else {
             work.release()
             throw StartError(code: result)
-        }
-        if let name {
-            _ = preflight_set_thread_name(thread, String(name.utf8.prefix(15))!)
         }
         return thread
     }

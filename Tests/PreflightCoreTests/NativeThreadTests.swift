@@ -23,6 +23,19 @@ import Glibc
         #expect(!result.sameThread)
     }
 
+    /// Linux keeps 15 bytes of a name; one whose 15th byte falls inside a character is cut there, not refused.
+    @Test func aNameIsCutByBytes() throws {
+        let seen = Mutex<[UInt8]?>(nil)
+        let thread = try NativeThread.start(name: "preflight-testé-thread") {
+            var buffer = [CChar](repeating: 0, count: 32)
+            pthread_getname_np(pthread_self(), &buffer, buffer.count)
+            seen.withLock { $0 = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) } }
+        }
+        pthread_join(thread, nil)
+        let name = try #require(seen.withLock { $0 })
+        #expect(name == Array("preflight-testé".utf8.prefix(15)))
+    }
+
     @Test func aDetachedThreadRuns() async throws {
         let done = Mutex(false)
         try NativeThread.startDetached { done.withLock { $0 = true } }
