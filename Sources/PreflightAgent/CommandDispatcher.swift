@@ -234,7 +234,7 @@ public struct CommandDispatcher: RequestHandler {
             return .success(["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)])
         case .prefetch(let command):
             let target = self.target
-            return .later { .success(await target.prefetch(command)) }
+            return .later { .success(await target.prefetch(command).json) }
         case .loadRequests(let command):
             var reply = Reply.beginSuccess(id: id, reservingCapacity: 512)
             if let pending = target.loadFromCache(command, appendingResultTo: &reply) {

@@ -56,12 +56,12 @@ public final class TargetService: Sendable {
     public let cache: PrefetchCache
     public let visitor: VisitorSession
     public let notifications: NotificationQueue
-    private let transport: any HTTPTransport
-    private let clock: any AgentClock
-    private let logger: Logger
-    private let publish: @Sendable (String, JSONObject) -> Void
-    private let configurationBox: Mutex<TargetConfiguration>
-    private let counterBox = Mutex(TargetCounters())
+    let transport: any HTTPTransport
+    let clock: any AgentClock
+    let logger: Logger
+    let publish: @Sendable (String, JSONObject) -> Void
+    let configurationBox: Mutex<TargetConfiguration>
+    let counterBox = Mutex(TargetCounters())
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
@@ -226,7 +226,7 @@ public final class TargetService: Sendable {
     // MARK: prefetch
 
     /// One Delivery call for the whole array; caches every mbox Target returned content for.
-    public func prefetch(_ command: PrefetchCommand) async -> JSONValue {
+    public func prefetch(_ command: PrefetchCommand) async -> PrefetchResult {
         let mboxes = command.mboxes.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
         counterBox.withLock { $0.prefetchCommands += 1 }
         switch await deliver(operation: "prefetch", prefetch: mboxes, execute: [], profile: command.profileParameters) {
@@ -251,15 +251,12 @@ public final class TargetService: Sendable {
                     "evicted": .integer(Int64(evicted)),
                 ]
             )
-            return [
-                "success": true,
-                "mboxes": .array(names.map { ["name": .string($0), "cached": .bool(cachedNames.contains($0))] }),
-            ]
+            return PrefetchResult(
+                success: true,
+                mboxes: names.map { .init(name: $0, cached: cachedNames.contains($0)) }
+            )
         case .failure:
-            return [
-                "success": false,
-                "mboxes": .array(command.mboxes.map { ["name": .string($0.name), "cached": false] }),
-            ]
+            return PrefetchResult(success: false, mboxes: command.mboxes.map { .init(name: $0.name, cached: false) })
         }
     }
 
@@ -272,133 +269,5 @@ public final class TargetService: Sendable {
         if let name { body["name"] = .string(name) }
         publish("offers.cleared", body)
         return cleared
-    }
-
-    // MARK: notifications
-
-    /// Sends queued display notifications in batches by count and age, retrying with backoff, and
-    /// fsyncs the journal every second, until cancelled; then makes one last bounded flush.
-    public func run() async {
-        var lastSync = clock.now()
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(200))
-            // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
-            // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
-            // A batch Target answered without confirming anything waits for the next turn.
-            while !Task.isCancelled {
-                let configuration = self.configuration
-                let sentBefore = notifications.summary.counters.sent
-                guard
-                    notifications.isDue(
-                        batchSize: configuration.notificationBatchSize,
-                        maxAge: configuration.notificationMaxAge
-                    ), await sendNotificationBatch(), notifications.summary.counters.sent > sentBefore
-                else { break }
-            }
-            notifications.compactJournalIfLarge()
-            if clock.now() - lastSync >= .seconds(1) {
-                notifications.syncJournal()
-                lastSync = clock.now()
-            }
-        }
-        notifications.syncJournal()
-    }
-
-    /// Sends what is queued now, batch by batch, until the queue is empty or a send fails.
-    /// Returns how many were confirmed by Target.
-    @discardableResult
-    public func flushNotifications() async -> Int {
-        notifications.clearBackoff()
-        var confirmed = 0
-        while notifications.summary.pending > 0 {
-            let before = notifications.summary.counters.sent
-            guard await sendNotificationBatch() else { break }
-            confirmed += notifications.summary.counters.sent - before
-        }
-        notifications.syncJournal()
-        return confirmed
-    }
-
-    @discardableResult
-    private func sendNotificationBatch() async -> Bool {
-        // Sent on their own: `deliver` attaches a batch from the queue to any request it makes.
-        switch await deliver(operation: "notifications", prefetch: [], execute: [], profile: []) {
-        case .success: return true
-        case .failure: return false
-        }
-    }
-
-    // MARK: the one upstream call
-
-    private func deliver(
-        operation: String,
-        prefetch: [DeliveryMbox],
-        execute: [DeliveryMbox],
-        profile: [Parameter]
-    ) async -> Result<DeliveryResponse, DeliveryFailure> {
-        let configuration = self.configuration
-        let codec = DeliveryCodec(configuration: configuration)
-        let batch = notifications.take(max: configuration.notificationBatchSize)
-        if prefetch.isEmpty && execute.isEmpty && batch.isEmpty {
-            return .success(
-                DeliveryResponse(
-                    tntId: nil,
-                    edgeHost: nil,
-                    prefetched: [],
-                    executed: [],
-                    acknowledgedNotificationIds: []
-                )
-            )
-        }
-        let request = codec.request(
-            prefetch: prefetch,
-            execute: execute,
-            profileParameters: profile,
-            notifications: batch,
-            visitor: visitor.begin(),
-            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
-        )
-        let started = ContinuousClock.now
-        let result: Result<DeliveryResponse, DeliveryFailure>
-        do {
-            let response = try await transport.send(request)
-            result = Result { () throws(DeliveryFailure) in try DeliveryResponse.decode(response) }
-        } catch {
-            result = .failure(error.kind == .timeout ? .timeout : .network(error.description))
-        }
-        let elapsed = ContinuousClock.now - started
-        let latencyMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let epoch = clock.epochMilliseconds()
-        counterBox.withLock { counters in
-            counters.upstreamCalls += 1
-            counters.upstreamLatency.record(milliseconds: latencyMs)
-            switch result {
-            case .success: counters.lastSuccessAtMs = epoch
-            case .failure(let failure):
-                counters.upstreamErrors += 1
-                counters.lastErrorAtMs = epoch
-                counters.lastError = failure.detail
-                counters.lastErrorCode = failure.reason
-            }
-        }
-        switch result {
-        case .success(let response):
-            visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost)
-            notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
-        case .failure(let failure):
-            notifications.fail(batch, error: failure.detail)
-            logger.warning(
-                "Target Delivery API call failed",
-                metadata: ["operation": "\(operation)", "reason": "\(failure.reason)", "detail": "\(failure.detail)"]
-            )
-            publish(
-                "upstream.error",
-                [
-                    "service": "target", "operation": .string(operation), "code": .string(failure.reason),
-                    "message": .string(failure.detail),
-                ]
-            )
-        }
-        return result
     }
 }

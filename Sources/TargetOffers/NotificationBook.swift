@@ -1,0 +1,118 @@
+import DequeModule
+import PreflightCore
+
+/// The display notifications not yet confirmed by Target, as a pure value: what is pending, what is
+/// in flight, the counters and the retry backoff. No file, no lock, no clock: each change takes the
+/// time it needs as an argument and returns what the journal must record, so `NotificationQueue`
+/// (which owns the lock and the journal) stays glue, and every rule here is tested without a disk.
+struct NotificationBook: Sendable {
+    private(set) var pending = Deque<DisplayNotification>()
+    private(set) var inFlight: [String: DisplayNotification] = [:]
+    private(set) var counters = NotificationQueue.Counters()
+    private(set) var consecutiveFailures = 0
+    private(set) var retryAt: ContinuousClock.Instant?
+    let capacity: Int
+
+    /// The wait before the next send after failures: 1 s doubling (at most eight times, at most 5 minutes),
+    /// with equal jitter.
+    static let retryBackoff = Backoff(base: .seconds(1), doublings: 8, cap: .seconds(300), jitter: .equal)
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// Starts from what a journal replay found unconfirmed.
+    init(capacity: Int, replayed: [DisplayNotification]) {
+        self.capacity = capacity
+        self.pending = Deque(replayed)
+        self.counters.replayed = replayed.count
+    }
+
+    /// Everything not yet confirmed, in flight first: what a compacted journal must hold.
+    var live: [DisplayNotification] { Array(inFlight.values) + Array(pending) }
+
+    var liveCount: Int { pending.count + inFlight.count }
+
+    var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
+
+    /// Queues one notification; over capacity, drops the oldest pending ones. Returns the ids dropped
+    /// (the journal acknowledges them so that a restart does not bring them back).
+    mutating func enqueue(_ notification: DisplayNotification) -> [String] {
+        pending.append(notification)
+        counters.queued += 1
+        var dropped: [String] = []
+        while liveCount > capacity, !pending.isEmpty {
+            dropped.append(pending.removeFirst().id)
+            counters.droppedOverflow += 1
+        }
+        return dropped
+    }
+
+    /// Takes up to `max` pending notifications to send; they stay live (in flight) until settled.
+    mutating func take(max: Int) -> [DisplayNotification] {
+        let batch = Array(pending.prefix(max))
+        pending.removeFirst(batch.count)
+        for notification in batch { inFlight[notification.id] = notification }
+        return batch
+    }
+
+    /// Settles a batch Target answered: acknowledged ids leave; any other goes back to the front to be
+    /// sent again. Clears the backoff. Returns the confirmed ids, for the journal.
+    mutating func complete(_ batch: [DisplayNotification], acknowledged: Set<String>) -> [String] {
+        var unconfirmed: [DisplayNotification] = []
+        var confirmed: [String] = []
+        for notification in batch {
+            inFlight[notification.id] = nil
+            if acknowledged.contains(notification.id) {
+                confirmed.append(notification.id)
+            } else {
+                unconfirmed.append(notification)
+            }
+        }
+        counters.sent += confirmed.count
+        pending.prepend(contentsOf: unconfirmed)
+        consecutiveFailures = 0
+        retryAt = nil
+        return confirmed
+    }
+
+    /// Puts a batch back after a failed send and schedules the next attempt by `retryBackoff`.
+    mutating func fail(
+        _ batch: [DisplayNotification],
+        error: String,
+        now: ContinuousClock.Instant,
+        epochMs: Int64
+    ) {
+        for notification in batch { inFlight[notification.id] = nil }
+        pending.prepend(contentsOf: batch)
+        consecutiveFailures += 1
+        counters.failedAttempts += 1
+        counters.lastError = error
+        counters.lastErrorAtMs = epochMs
+        retryAt = now + Self.retryBackoff.delay(attempt: consecutiveFailures)
+    }
+
+    /// Whether a standalone batch should go now: enough queued, or the oldest has waited long enough,
+    /// and no backoff in force.
+    func isDue(batchSize: Int, maxAge: Duration, now: ContinuousClock.Instant, epochMs: Int64) -> Bool {
+        guard let oldest = pending.first else { return false }
+        if let retryAt, now < retryAt { return false }
+        let ageMs = epochMs - oldest.timestampMs
+        let maxAgeMs = maxAge.components.seconds * 1000 + maxAge.components.attoseconds / 1_000_000_000_000_000
+        return pending.count >= batchSize || ageMs >= maxAgeMs
+    }
+
+    /// Lets the next `isDue` ignore the backoff (an operator's `notifications flush`).
+    mutating func clearBackoff() {
+        retryAt = nil
+    }
+
+    var summary: NotificationQueue.Summary {
+        NotificationQueue.Summary(
+            pending: pending.count,
+            inFlight: inFlight.count,
+            oldestTimestampMs: pending.first?.timestampMs,
+            counters: counters
+        )
+    }
+}

@@ -1,0 +1,58 @@
+import PreflightCore
+import PreflightProtocol
+
+extension TargetService {
+    // MARK: notifications
+
+    /// Sends queued display notifications in batches by count and age, retrying with backoff, and
+    /// fsyncs the journal every second, until cancelled; then makes one last bounded flush.
+    public func run() async {
+        var lastSync = clock.now()
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(200))
+            // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
+            // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
+            // A batch Target answered without confirming anything waits for the next turn.
+            while !Task.isCancelled {
+                let configuration = self.configuration
+                let sentBefore = notifications.summary.counters.sent
+                guard
+                    notifications.isDue(
+                        batchSize: configuration.notificationBatchSize,
+                        maxAge: configuration.notificationMaxAge
+                    ), await sendNotificationBatch(), notifications.summary.counters.sent > sentBefore
+                else { break }
+            }
+            notifications.compactJournalIfLarge()
+            if clock.now() - lastSync >= .seconds(1) {
+                notifications.syncJournal()
+                lastSync = clock.now()
+            }
+        }
+        notifications.syncJournal()
+    }
+
+    /// Sends what is queued now, batch by batch, until the queue is empty or a send fails.
+    /// Returns how many were confirmed by Target.
+    @discardableResult
+    public func flushNotifications() async -> Int {
+        notifications.clearBackoff()
+        var confirmed = 0
+        while notifications.summary.pending > 0 {
+            let before = notifications.summary.counters.sent
+            guard await sendNotificationBatch() else { break }
+            confirmed += notifications.summary.counters.sent - before
+        }
+        notifications.syncJournal()
+        return confirmed
+    }
+
+    @discardableResult
+    func sendNotificationBatch() async -> Bool {
+        // Sent on their own: `deliver` attaches a batch from the queue to any request it makes.
+        switch await deliver(operation: "notifications", prefetch: [], execute: [], profile: []) {
+        case .success: return true
+        case .failure: return false
+        }
+    }
+}
