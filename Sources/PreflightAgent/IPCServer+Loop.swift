@@ -1,0 +1,249 @@
+import Logging
+import PreflightCore
+import PreflightProtocol
+import StateFiles
+import Synchronization
+import ZeroMQ
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IPCServer {
+    // MARK: - The I/O thread
+
+    func runThread(started: CheckedContinuation<Result<Void, AgentError>, Never>) {
+        let sockets: Sockets
+        do {
+            sockets = try bindSockets()
+        } catch {
+            shared.withLock { $0.admission.finished() }
+            started.resume(returning: .failure(error))
+            return
+        }
+        shared.withLock { $0.admission.started() }
+        started.resume(returning: .success(()))
+        logger.info(
+            "listening",
+            metadata: ["app": "\(endpoints.app)", "admin": "\(endpoints.admin)", "events": "\(endpoints.events)"]
+        )
+        runLoop(sockets)
+        sockets.closeAll()
+        removeSocketFiles()
+        let waiters = shared.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.admission.finished()
+            defer { state.stopWaiters = [] }
+            return state.stopWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func runLoop(_ sockets: Sockets) {
+        var items = [
+            PollItem(socket: sockets.app, events: .readable),
+            PollItem(socket: sockets.admin, events: .readable),
+            PollItem(fileDescriptor: wakeUp.fileDescriptor, events: .readable),
+        ]
+        let peerCheck = sockets.zap.map { _ in AdminPeerCheck(allowedGroups: endpoints.allowedAdminGroups) }
+        if let zap = sockets.zap {
+            items.append(PollItem(socket: zap, events: .readable))
+        }
+        while true {
+            do {
+                _ = try poll(&items, timeout: tickInterval)
+            } catch {
+                logger.critical("zmq_poll failed; stopping the I/O loop", metadata: ["error": "\(error)"])
+                return
+            }
+            onTick?()
+            if items[2].returnedEvents.contains(.readable) {
+                wakeUp.drain()
+            }
+            if let zap = sockets.zap, let peerCheck, items[3].returnedEvents.contains(.readable) {
+                answerHandshakes(on: zap, peerCheck)
+            }
+            flushOutgoing(sockets)
+            // The clock is read only while draining: this runs on every turn of the loop.
+            let draining = shared.withLock { $0.admission.isDraining }
+            if draining, shared.withLock({ $0.admission.drainIsOver(now: .now) }) {
+                flushOutgoing(sockets)
+                return
+            }
+            // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
+            for (index, role) in [(0, EndpointRole.app), (1, EndpointRole.admin)]
+            where items[index].returnedEvents.contains(.readable) {
+                receiveBatch(
+                    from: sockets.socket(for: role),
+                    role: role,
+                    checkPeers: role == .admin && sockets.zap != nil,
+                    draining: draining
+                )
+            }
+        }
+    }
+
+    /// Handles up to 256 waiting requests, then lets the handler commit what they queued, then sends
+    /// their replies: a reply never leaves before the work it reports is durable.
+    func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, checkPeers: Bool, draining: Bool) {
+        var replies: [[[UInt8]]] = []
+        for _ in 0..<256 {
+            let frames: [[UInt8]]
+            do {
+                if checkPeers {
+                    let received = try socket.receive(dontWait: true, property: "User-Id")
+                    frames = received.frames
+                    if received.property != AdminPeerCheck.allowedUserId {
+                        refuseAdminPeer(frames, on: socket)
+                        continue
+                    }
+                } else {
+                    frames = try socket.receive(dontWait: true)
+                }
+            } catch {
+                if error != .wouldBlock {
+                    logger.error("receive failed", metadata: ["endpoint": "\(role)", "error": "\(error)"])
+                }
+                break
+            }
+            if let reply = handleMessage(frames, role: role, draining: draining) {
+                replies.append(reply)
+            }
+        }
+        guard !replies.isEmpty else { return }
+        handler.endOfBatch()
+        for reply in replies {
+            send(reply, on: socket, role: role)
+        }
+    }
+
+    /// Answers every waiting ZAP handshake (admin connections only: no other socket has a domain).
+    func answerHandshakes(on zap: ZeroMQSocket, _ peerCheck: AdminPeerCheck) {
+        while let request = try? zap.receive(dontWait: true) {
+            let reply = peerCheck.reply(to: request)
+            if reply.count > 4, reply[4] != Array(AdminPeerCheck.allowedUserId.utf8) {
+                let address = request.count > 3 ? String(decoding: request[3], as: UTF8.self) : "?"
+                logger.notice(
+                    "admin connection from a user outside \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)); its commands get not_permitted",
+                    metadata: ["peer": "\(address)"]
+                )
+            }
+            do {
+                try zap.send(reply)
+            } catch {
+                logger.error("cannot answer a ZAP handshake", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// `not_permitted` to an admin request from a connection the peer check refused.
+    func refuseAdminPeer(_ frames: [[UInt8]], on socket: ZeroMQSocket) {
+        requestCount.add(1, ordering: .relaxed)
+        guard frames.count >= 3, let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }),
+            delimiter + 1 < frames.count
+        else { return }
+        let id: String?
+        switch Request.decode(frames[delimiter + 1]) {
+        case .success(let request): id = request.id
+        case .failure(let failure): id = failure.id
+        }
+        var reply = Array(frames[...delimiter])
+        reply.append(
+            Reply.failure(
+                id: id,
+                error: .notPermitted(
+                    "this user may not send admin commands: it is in none of \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)) (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
+                )
+            )
+        )
+        send(reply, on: socket, role: .admin)
+    }
+
+    /// The reply to send for one message, or nil when there is none (yet: deferred work replies later).
+    func handleMessage(_ frames: [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
+        guard frames.count >= 2 else { return nil }  // a ROUTER always prepends the routing id
+        requestCount.add(1, ordering: .relaxed)
+        // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
+        guard let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }) else {
+            shared.withLock { $0.counters.malformedFrames += 1 }
+            let error = ProtocolErrorReply.malformed("missing the empty delimiter frame before the body")
+            return [frames[0], error]
+        }
+        guard frames.count - delimiter - 1 == 1 else {
+            shared.withLock { $0.counters.malformedFrames += 1 }
+            let error = ProtocolErrorReply.malformed(
+                "expected exactly one body frame after the delimiter; got \(frames.count - delimiter - 1)"
+            )
+            return Array(frames[...delimiter]) + [error]
+        }
+        // From here the message is envelope + one body; a reply is the same frames with the body replaced.
+        var frames = frames
+        let body = frames[delimiter + 1]
+        if draining {
+            frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
+            return frames
+        }
+        let responder = Responder(sink: self, role: role, frames: frames)
+        guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
+        frames[delimiter + 1] = reply
+        return frames
+    }
+
+    func flushOutgoing(_ sockets: Sockets) {
+        let batch = shared.withLock { state -> [Outgoing] in
+            defer { state.outgoing = [] }
+            return state.outgoing
+        }
+        for item in batch {
+            switch item {
+            case .reply(let role, let frames, let deferred):
+                if deferred { shared.withLock { $0.admission.release(peer: frames[0]) } }
+                send(frames, on: sockets.socket(for: role), role: role)
+            case .event(let topic, let body):
+                do {
+                    try sockets.events.send([Array(topic.utf8), body], dontWait: true)
+                    shared.withLock { $0.counters.eventsPublished += 1 }
+                } catch {
+                    // PUB drops at the high-water mark by design; a slow subscriber must not stall the agent.
+                }
+            }
+        }
+    }
+
+    func send(_ frames: [[UInt8]], on socket: ZeroMQSocket, role: EndpointRole) {
+        do {
+            try socket.send(frames, dontWait: true)
+            replyCount.add(1, ordering: .relaxed)
+        } catch {
+            shared.withLock { state in
+                if error == .hostUnreachable {
+                    state.counters.repliesToVanishedPeers += 1
+                } else {
+                    state.counters.repliesDroppedAtHighWaterMark += 1
+                }
+            }
+        }
+    }
+}
+
+/// Replies the IPC layer makes itself, before a body reaches the handler.
+enum ProtocolErrorReply {
+    static func malformed(_ message: String) -> [UInt8] {
+        Reply.failure(id: nil, error: .malformed(message))
+    }
+
+    /// `shutting_down`, correlated by the request's id when it has a readable one.
+    static func shuttingDown(_ body: [UInt8]) -> [UInt8] {
+        let id: String?
+        switch Request.decode(body) {
+        case .success(let request): id = request.id
+        case .failure(let failure): id = failure.id
+        }
+        return Reply.failure(id: id, error: .shuttingDown())
+    }
+}
