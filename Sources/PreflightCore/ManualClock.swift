@@ -11,6 +11,8 @@ public final class ManualClock: AgentClock {
         var elapsed: Duration = .zero
         var sleepers: [Int: Sleeper] = [:]
         var nextID = 0
+        /// A step of the wall clock alone (`stepWallClock(by:)`), as NTP makes.
+        var wallStepMs: Int64 = 0
     }
 
     private let state = Mutex(State())
@@ -24,7 +26,14 @@ public final class ManualClock: AgentClock {
 
     public func now() -> ContinuousClock.Instant { origin + state.withLock { $0.elapsed } }
 
-    public func epochMilliseconds() -> Int64 { epochOrigin + state.withLock { $0.elapsed }.wholeMilliseconds }
+    public func epochMilliseconds() -> Int64 {
+        state.withLock { epochOrigin + $0.wallStepMs + $0.elapsed.wholeMilliseconds }
+    }
+
+    /// Steps the wall clock alone, as NTP does when it sets a box's clock; monotonic time does not move.
+    public func stepWallClock(byMilliseconds step: Int64) {
+        state.withLock { $0.wallStepMs += step }
+    }
 
     /// How many tasks sleep on this clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }

@@ -1,0 +1,112 @@
+import Synchronization
+
+/// The agent's clock with the wall time corrected by what the upstream services say it is.
+///
+/// A TV box often boots with its clock at 1970 or 2000 and gets the right time minutes later from NTP,
+/// or never. Adobe's services stamp every response with a `Date` header; `learn(dateHeader:receivedAt:)`
+/// takes it, and `epochMilliseconds()` then answers the upstream's time, carried forward on the monotonic
+/// clock, whenever the box's own clock disagrees with it by more than `tolerance`. While they agree (or
+/// before any response), the box's clock is used as it is: it has millisecond precision, a `Date` header
+/// only whole seconds.
+///
+/// Anchoring on the monotonic clock, not on an offset to the wall clock, keeps the answer right when NTP
+/// steps the box's clock between two responses. Monotonic time (`now()`) and sleeping are the inner
+/// clock's, untouched.
+public final class UpstreamTime: AgentClock {
+    /// What the agent knows of the real time.
+    public struct Correction: Sendable, Equatable {
+        /// Upstream time minus the box's wall clock, at the last response that carried a `Date`.
+        public var offsetMs: Int64
+        /// The upstream's epoch milliseconds at monotonic instant `anchor`; nil when the box's clock agreed
+        /// within the tolerance and is used as it is.
+        var anchorEpochMs: Int64?
+        var anchor: ContinuousClock.Instant?
+    }
+
+    private let inner: any AgentClock
+    private let tolerance: Duration
+    private let state = Mutex<Correction?>(nil)
+
+    /// - Parameters:
+    ///   - inner: the box's clocks (`SystemClock()` in the agent, a `ManualClock` in tests).
+    ///   - tolerance: the disagreement below which the box's own wall clock is trusted. A `Date` header is
+    ///     whole seconds and arrives after some network time, so this must be a few seconds.
+    public init(_ inner: any AgentClock, tolerance: Duration = .seconds(3)) {
+        self.inner = inner
+        self.tolerance = tolerance
+    }
+
+    /// The last correction learned; nil before any `Date` header.
+    public var correction: Correction? { state.withLock { $0 } }
+
+    /// Whether the wall time is being corrected now (the box's clock is off by more than the tolerance).
+    public var isCorrecting: Bool { correction?.anchor != nil }
+
+    /// Learns from one response: `dateHeader` as the upstream sent it, `receivedAt` the monotonic instant
+    /// the response arrived. An unreadable header teaches nothing.
+    public func learn(dateHeader: String, receivedAt: ContinuousClock.Instant) {
+        guard let seconds = Self.parseHTTPDate(dateHeader) else { return }
+        // The header truncates to the second: the real time was somewhere in that second.
+        let upstreamMs = seconds * 1000 + 500
+        let boxMs = inner.epochMilliseconds() - (inner.now() - receivedAt).wholeMilliseconds
+        let offsetMs = upstreamMs - boxMs
+        let agrees = abs(offsetMs) <= tolerance.wholeMilliseconds
+        state.withLock {
+            $0 = Correction(
+                offsetMs: offsetMs,
+                anchorEpochMs: agrees ? nil : upstreamMs,
+                anchor: agrees ? nil : receivedAt
+            )
+        }
+    }
+
+    public func now() -> ContinuousClock.Instant { inner.now() }
+
+    /// The real wall time as best known: the upstream's, when the box's clock is off.
+    public func epochMilliseconds() -> Int64 { epochMilliseconds(at: inner.now()) }
+
+    /// The real wall time at a monotonic instant of this run (for stamping something that happened
+    /// earlier, before the correction was known).
+    public func epochMilliseconds(at instant: ContinuousClock.Instant) -> Int64 {
+        if let correction = state.withLock({ $0 }), let anchor = correction.anchor,
+            let anchorEpochMs = correction.anchorEpochMs
+        {
+            return anchorEpochMs + (instant - anchor).wholeMilliseconds
+        }
+        return inner.epochMilliseconds() - (inner.now() - instant).wholeMilliseconds
+    }
+
+    public func sleep(for duration: Duration) async throws { try await inner.sleep(for: duration) }
+
+    // MARK: HTTP dates
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// Seconds since the Unix epoch of an RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the one
+    /// form servers must send; nil for anything else.
+    public static func parseHTTPDate(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
+            let day = Int64(parts[1]), parts[1].count == 2, (1...31).contains(day),
+            let month = months.firstIndex(of: String(parts[2])),
+            let year = Int64(parts[3]), parts[3].count == 4
+        else { return nil }
+        let time = parts[4].split(separator: ":")
+        guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+            let hour = Int64(time[0]), let minute = Int64(time[1]), let second = Int64(time[2]),
+            hour < 24, minute < 60, second < 61
+        else { return nil }
+        let days = daysFromCivil(year: year, month: Int64(month) + 1, day: day)
+        return days * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
