@@ -58,6 +58,7 @@ let package = Package(
         ),
         .target(
             name: "UpstreamHTTP",
+            dependencies: ["PreflightCore"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -110,6 +110,7 @@ extension CommandDispatcher {
             "uptimeMs": .integer(runtime.uptimeMs),
             "startedAt": .string(UTCTimestamp.string(from: runtime.startedAtWallClock, fractionalSeconds: false)),
             "configFile": runtime.configurationPath.map { .string($0) } ?? .null,
+            "clock": clockResult(),
             "endpoints": [
                 "app": .string(configuration.agent.appEndpoint),
                 "admin": .string(configuration.agent.adminEndpoint),
@@ -234,6 +235,21 @@ extension CommandDispatcher {
             "replayedFromJournal": .integer(Int64(queue.counters.replayed)),
             "lastError": queue.counters.lastError.map { .string($0) } ?? .null,
             "lastErrorAtMs": queue.counters.lastErrorAtMs.map { .integer($0) } ?? .null,
+            "refused": .integer(Int64(queue.counters.refused)),
+            "lastRefusal": queue.counters.lastRefusal.map { .string($0) } ?? .null,
+            "lastRefusalAtMs": queue.counters.lastRefusalAtMs.map { .integer($0) } ?? .null,
+        ]
+    }
+
+    /// The wall time the agent stamps and compares with: the box's clock, or the upstreams' when it is off.
+    private func clockResult() -> JSONValue {
+        let time = target.time
+        let correction = time.correction
+        return [
+            "nowMs": .integer(time.epochMilliseconds()),
+            "boxNowMs": .integer(SystemClock.wallMilliseconds()),
+            "source": .string(correction == nil ? "box" : time.isCorrecting ? "upstream" : "box-confirmed"),
+            "offsetMs": correction.map { .integer($0.offsetMs) } ?? .null,
         ]
     }
 

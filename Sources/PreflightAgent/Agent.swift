@@ -1,10 +1,12 @@
 import Logging
 import PassAuthorization
+import PreflightCore
 import PreflightProtocol
 import ServiceLifecycle
 import StateFiles
 import TargetOffers
 import UnixSignals
+import UpstreamHTTP
 import UpstreamHTTPClient
 
 #if canImport(FoundationEssentials)
@@ -82,17 +84,23 @@ public final class Agent: Sendable {
         }
         let runtime = AgentRuntime(configuration: configuration, configurationPath: configurationPath)
         let transport = AsyncHTTPClientTransport()
+        // The box's clock may not be set (1970, 2000 at boot): both upstreams are called through one
+        // transport that learns the real time from their Date headers, and stamp and compare with it.
+        let time = UpstreamTime(SystemClock())
+        let upstream = TimeLearningTransport(transport, time: time)
         let target = TargetService(
             configuration: configuration.target.serviceConfiguration,
-            transport: transport,
+            transport: upstream,
             stateDirectory: configuration.agent.stateDirectory,
+            clock: time,
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )
         let pass = Preauthorizer(
             configuration: configuration.pass.serviceConfiguration,
-            transport: transport,
+            transport: upstream,
             stateDirectory: configuration.agent.stateDirectory,
+            clock: time,
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )

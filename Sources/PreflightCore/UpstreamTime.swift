@@ -68,12 +68,17 @@ public final class UpstreamTime: AgentClock {
     /// The real wall time at a monotonic instant of this run (for stamping something that happened
     /// earlier, before the correction was known).
     public func epochMilliseconds(at instant: ContinuousClock.Instant) -> Int64 {
-        if let correction = state.withLock({ $0 }), let anchor = correction.anchor,
-            let anchorEpochMs = correction.anchorEpochMs
-        {
-            return anchorEpochMs + (instant - anchor).wholeMilliseconds
+        stamp(at: instant).epochMs
+    }
+
+    /// The real wall time at `instant` and whether it is the box's own clock, unconfirmed because no
+    /// upstream has told the time yet (something stamped so is stamped again once one has), in one look.
+    public func stamp(at instant: ContinuousClock.Instant) -> (epochMs: Int64, byBoxClock: Bool) {
+        let correction = state.withLock { $0 }
+        if let correction, let anchor = correction.anchor, let anchorEpochMs = correction.anchorEpochMs {
+            return (anchorEpochMs + (instant - anchor).wholeMilliseconds, false)
         }
-        return inner.epochMilliseconds() - (inner.now() - instant).wholeMilliseconds
+        return (inner.epochMilliseconds() - (inner.now() - instant).wholeMilliseconds, correction == nil)
     }
 
     public func sleep(for duration: Duration) async throws { try await inner.sleep(for: duration) }

@@ -189,6 +189,14 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     case message(String)
     case unparseable(String)
 
+    /// Target refused the request as invalid (400): retrying the same request cannot succeed. Only
+    /// notifications can make the agent's own requests invalid (a bad token, a timestamp Target does not
+    /// accept); every other failure is transient or not theirs, and is retried.
+    public var isRefusal: Bool {
+        if case .status(400, _) = self { return true }
+        return false
+    }
+
     /// The reason code used in counters, events and logs.
     public var reason: String {
         switch self {

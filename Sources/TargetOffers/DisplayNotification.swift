@@ -6,25 +6,36 @@ import PreflightProtocol
 /// later into a Delivery request as those bytes, never rebuilt as a tree.
 public struct DisplayNotification: Sendable, Hashable {
     public var id: String
-    public var timestampMs: Int64
+    public private(set) var timestampMs: Int64
     public var mboxName: String
+    /// Stamped by the box's own clock before any upstream response told the agent the real time; it is
+    /// stamped again when it is sent (`restamp`), by its age on the monotonic clock when it has one.
+    public private(set) var stampedByBoxClock: Bool
+    /// When it was displayed, on this run's monotonic clock; nil once replayed from the journal.
+    public var displayedAt: ContinuousClock.Instant?
     /// The Delivery API `notifications` item, encoded:
     /// `{id, type: "display", timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
-    public var encoded: [UInt8]
+    public private(set) var encoded: [UInt8]
+    /// Where the digits of `timestamp` are in `encoded`.
+    private var timestampDigits: Range<Int>
 
     /// Built on a cache hit from the offer's prepared fragment: no JSON tree, one buffer.
     public static func display(
         of offer: CachedOffer,
         targeting: MboxTargeting,
         profileParameters: [Parameter],
-        timestampMs: Int64
+        timestampMs: Int64,
+        stampedByBoxClock: Bool = false,
+        displayedAt: ContinuousClock.Instant? = nil
     ) -> DisplayNotification {
         let id = RandomUUID.make()
         var writer = JSONWriter(reservingCapacity: 96 + offer.notificationFragment.count)
         writer.appendASCII("{\"id\":\"")
         writer.appendASCII(id)  // hex digits and dashes: nothing to escape
         writer.appendASCII("\",\"type\":\"display\",\"timestamp\":")
+        let digitsStart = writer.bytes.count
         writer.writeInteger(timestampMs)
+        let digits = digitsStart..<writer.bytes.count
         writer.appendASCII(",")
         writer.writeRaw(offer.notificationFragment)
         let targetingMembers = DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters)
@@ -35,24 +46,75 @@ public struct DisplayNotification: Sendable, Hashable {
             writer.write(member.value)
         }
         writer.appendASCII("}")
-        return DisplayNotification(id: id, timestampMs: timestampMs, mboxName: offer.name, encoded: writer.bytes)
+        return DisplayNotification(
+            id: id,
+            timestampMs: timestampMs,
+            mboxName: offer.name,
+            stampedByBoxClock: stampedByBoxClock,
+            displayedAt: displayedAt,
+            encoded: writer.bytes,
+            timestampDigits: digits
+        )
     }
 
-    public init(id: String, timestampMs: Int64, mboxName: String, encoded: [UInt8]) {
+    private init(
+        id: String,
+        timestampMs: Int64,
+        mboxName: String,
+        stampedByBoxClock: Bool,
+        displayedAt: ContinuousClock.Instant?,
+        encoded: [UInt8],
+        timestampDigits: Range<Int>
+    ) {
         self.id = id
         self.timestampMs = timestampMs
         self.mboxName = mboxName
+        self.stampedByBoxClock = stampedByBoxClock
+        self.displayedAt = displayedAt
         self.encoded = encoded
+        self.timestampDigits = timestampDigits
     }
 
-    /// From a journal entry.
-    init?(deliveryJSON: JSONValue) {
-        guard let id = deliveryJSON["id"]?.stringValue, let timestamp = deliveryJSON["timestamp"]?.doubleValue else {
+    /// From a Delivery API `notifications` item (a journal entry; tests): `id` and `timestamp` are
+    /// required, the other members are kept as they are.
+    init?(deliveryJSON: JSONValue, stampedByBoxClock: Bool = false) {
+        guard case .object(let item) = deliveryJSON, let id = item["id"]?.stringValue,
+            let timestamp = item["timestamp"]?.doubleValue
+        else {
             return nil
         }
-        self.id = id
-        self.timestampMs = Int64(timestamp)
-        self.mboxName = deliveryJSON["mbox"]?["name"]?.stringValue ?? ""
-        self.encoded = JSONWriter.encode(deliveryJSON)
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.appendASCII("{\"id\":")
+        writer.writeString(id)
+        writer.appendASCII(",\"timestamp\":")
+        let digitsStart = writer.bytes.count
+        writer.writeInteger(Int64(timestamp))
+        let digits = digitsStart..<writer.bytes.count
+        for member in item where member.key != "id" && member.key != "timestamp" {
+            writer.appendASCII(",")
+            writer.writeString(member.key)
+            writer.appendASCII(":")
+            writer.write(member.value)
+        }
+        writer.appendASCII("}")
+        self.init(
+            id: id,
+            timestampMs: Int64(timestamp),
+            mboxName: item["mbox"]?["name"]?.stringValue ?? "",
+            stampedByBoxClock: stampedByBoxClock,
+            displayedAt: nil,
+            encoded: writer.bytes,
+            timestampDigits: digits
+        )
+    }
+
+    /// Sets the timestamp, now that the real time is known.
+    public mutating func restamp(_ timestampMs: Int64) {
+        var digits = JSONWriter(reservingCapacity: 20)
+        digits.writeInteger(timestampMs)
+        encoded.replaceSubrange(timestampDigits, with: digits.bytes)
+        timestampDigits = timestampDigits.lowerBound..<(timestampDigits.lowerBound + digits.bytes.count)
+        self.timestampMs = timestampMs
+        stampedByBoxClock = false
     }
 }

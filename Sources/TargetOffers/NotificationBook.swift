@@ -11,6 +11,9 @@ struct NotificationBook: Sendable {
     private(set) var counters = NotificationQueue.Counters()
     private(set) var consecutiveFailures = 0
     private(set) var retryAt: ContinuousClock.Instant?
+    /// Notifications in a request Target refused as invalid, not yet sent on their own: until they are
+    /// settled, none ride along with prefetch or execute work, and they are due at once.
+    private(set) var suspects: Set<String> = []
     let capacity: Int
 
     /// The wait before the next send after failures: 1 s doubling (at most eight times, at most 5 minutes),
@@ -48,8 +51,10 @@ struct NotificationBook: Sendable {
         return dropped
     }
 
-    /// Takes up to `max` pending notifications to send; they stay live (in flight) until settled.
-    mutating func take(max: Int) -> [DisplayNotification] {
+    /// Takes up to `max` pending notifications to send; they stay live (in flight) until settled. A batch
+    /// to `ride` along with other work is empty while suspects wait to be sent on their own.
+    mutating func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
+        if ride && !suspects.isEmpty { return [] }
         let batch = Array(pending.prefix(max))
         pending.removeFirst(batch.count)
         for notification in batch { inFlight[notification.id] = notification }
@@ -70,6 +75,7 @@ struct NotificationBook: Sendable {
             }
         }
         counters.sent += confirmed.count
+        for id in confirmed { suspects.remove(id) }
         pending.prepend(contentsOf: unconfirmed)
         consecutiveFailures = 0
         retryAt = nil
@@ -92,11 +98,33 @@ struct NotificationBook: Sendable {
         retryAt = now + Self.retryBackoff.delay(attempt: consecutiveFailures)
     }
 
-    /// Whether a standalone batch should go now: enough queued, or the oldest has waited long enough,
-    /// and no backoff in force.
+    /// Puts back a batch that rode along with work in a request Target refused as invalid: not a failure
+    /// (no backoff), but suspects, to be sent on their own and isolated.
+    mutating func suspect(_ batch: [DisplayNotification]) {
+        for notification in batch {
+            inFlight[notification.id] = nil
+            suspects.insert(notification.id)
+        }
+        pending.prepend(contentsOf: batch)
+    }
+
+    /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.
+    /// Returns its id, for the journal.
+    mutating func reject(_ notification: DisplayNotification, reason: String, epochMs: Int64) -> [String] {
+        inFlight[notification.id] = nil
+        suspects.remove(notification.id)
+        counters.refused += 1
+        counters.lastRefusal = reason
+        counters.lastRefusalAtMs = epochMs
+        return [notification.id]
+    }
+
+    /// Whether a standalone batch should go now: suspects waiting, enough queued, or the oldest has
+    /// waited long enough; and no backoff in force.
     func isDue(batchSize: Int, maxAge: Duration, now: ContinuousClock.Instant, epochMs: Int64) -> Bool {
         guard let oldest = pending.first else { return false }
         if let retryAt, now < retryAt { return false }
+        if !suspects.isEmpty { return true }
         let ageMs = epochMs - oldest.timestampMs
         let maxAgeMs = maxAge.components.seconds * 1000 + maxAge.components.attoseconds / 1_000_000_000_000_000
         return pending.count >= batchSize || ageMs >= maxAgeMs

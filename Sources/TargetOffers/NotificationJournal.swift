@@ -48,16 +48,23 @@ struct NotificationJournal: Sendable {
 
     private static func addLine(_ notification: DisplayNotification) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(addPrefix.count + notification.encoded.count + 2)
+        line.reserveCapacity(addPrefix.count + notification.encoded.count + boxClockSuffix.count + 1)
         appendAddLine(notification, to: &line)
         return line
     }
 
-    /// `{"add":<the notification's Delivery item>}` and a newline.
+    private static let boxClockSuffix = Array(#","boxClock":true}"#.utf8)
+
+    /// `{"add":<the notification's Delivery item>}` and a newline; `"boxClock":true` besides `add` when
+    /// its timestamp is the box's clock, not yet corrected by an upstream's.
     private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: addPrefix)
         bytes.append(contentsOf: notification.encoded)
-        bytes.append(UInt8(ascii: "}"))
+        if notification.stampedByBoxClock {
+            bytes.append(contentsOf: boxClockSuffix)
+        } else {
+            bytes.append(UInt8(ascii: "}"))
+        }
         bytes.append(0x0A)
     }
 
@@ -173,7 +180,12 @@ struct NotificationJournal: Sendable {
                 unreadable += 1
                 continue
             }
-            if let add = entry["add"], let notification = DisplayNotification(deliveryJSON: add) {
+            if let add = entry["add"],
+                let notification = DisplayNotification(
+                    deliveryJSON: add,
+                    stampedByBoxClock: entry["boxClock"] == .bool(true)
+                )
+            {
                 added.append(notification)
             } else if let ids = entry["ack"]?.arrayValue {
                 for id in ids { if let id = id.stringValue { acknowledged.insert(id) } }

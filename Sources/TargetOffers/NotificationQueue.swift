@@ -19,8 +19,13 @@ public final class NotificationQueue: Sendable {
         public var failedAttempts = 0
         public var droppedOverflow = 0
         public var replayed = 0
+        /// Dropped because Target refused them as invalid (a bad token or timestamp), never retried.
+        public var refused = 0
         public var lastError: String?
         public var lastErrorAtMs: Int64?
+        /// Target's message when it last refused a notification.
+        public var lastRefusal: String?
+        public var lastRefusalAtMs: Int64?
     }
 
     public struct Summary: Sendable, Equatable {
@@ -71,11 +76,29 @@ public final class NotificationQueue: Sendable {
         state.withLock { $0.journal.commit() }
     }
 
-    /// Takes up to `max` notifications to send (they stay journaled until confirmed).
-    public func take(max: Int) -> [DisplayNotification] {
+    /// Takes up to `max` notifications to send (they stay journaled until confirmed). A batch to `ride`
+    /// along with prefetch or execute work is empty while refused notifications wait to be isolated.
+    public func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
         state.withLock { state in
             state.journal.commit()
-            return state.book.take(max: max)
+            return state.book.take(max: max, ride: ride)
+        }
+    }
+
+    /// Puts back a batch that rode along in a request Target refused as invalid, to be sent on its own
+    /// (and isolated) at once; not a failure, so no backoff.
+    public func suspect(_ batch: [DisplayNotification]) {
+        guard !batch.isEmpty else { return }
+        state.withLock { $0.book.suspect(batch) }
+    }
+
+    /// Drops a notification Target refused as invalid when sent alone, and acknowledges it in the journal
+    /// so that a restart does not bring it back.
+    public func reject(_ notification: DisplayNotification, reason: String) {
+        let epoch = clock.epochMilliseconds()
+        state.withLock { state in
+            state.journal.acknowledge(state.book.reject(notification, reason: reason, epochMs: epoch))
+            state.journal.commit()
         }
     }
 

@@ -9,17 +9,128 @@ import Foundation
 #endif
 
 extension TargetService {
-    // MARK: the one upstream call
+    // MARK: work calls
 
+    /// One prefetch or execute call, with a batch of queued notifications riding along (as the SDK does).
+    ///
+    /// The Delivery API refuses a whole request when one notification in it is invalid (a bad token or
+    /// timestamp). So a refusal of a request that carried notifications does not fail the work: the
+    /// notifications go back as suspects, to be sent on their own and isolated, and the work is sent
+    /// again at once without them.
     func deliver(
         operation: String,
         prefetch: [DeliveryMbox],
         execute: [DeliveryMbox],
         profile: [Parameter]
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
-        let configuration = self.configuration
-        let codec = DeliveryCodec(configuration: configuration)
+        let batch = stamped(notifications.take(max: configuration.notificationBatchSize, ride: true))
+        let result = await send(
+            operation: operation,
+            prefetch: prefetch,
+            execute: execute,
+            profile: profile,
+            notifications: batch
+        )
+        switch result {
+        case .success(let response):
+            notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
+            return result
+        case .failure(let failure) where failure.isRefusal && !batch.isEmpty:
+            notifications.suspect(batch)
+            logger.warning(
+                "Target refused a request that carried display notifications; sending the work again without them",
+                metadata: [
+                    "operation": "\(operation)", "notifications": "\(batch.count)", "detail": "\(failure.detail)",
+                ]
+            )
+            return await send(operation: operation, prefetch: prefetch, execute: execute, profile: profile)
+        case .failure(let failure):
+            notifications.fail(batch, error: failure.detail)
+            return result
+        }
+    }
+
+    // MARK: notification calls
+
+    /// Sends one batch of queued notifications on its own. Returns whether anything was settled
+    /// (confirmed or refused), so that callers keep going while the queue drains.
+    func sendNotificationBatch() async -> Bool {
         let batch = notifications.take(max: configuration.notificationBatchSize)
+        guard !batch.isEmpty else { return false }
+        let before = notifications.summary.counters
+        await sendIsolating(stamped(batch))
+        let after = notifications.summary.counters
+        return after.sent + after.refused > before.sent + before.refused
+    }
+
+    /// Sends `batch`; when Target refuses it as invalid, finds the notifications at fault by halving, drops
+    /// them (a log line each, counted as `refused`), and delivers the rest. A transient failure (network,
+    /// timeout, 5xx, 429, any other status) puts back what is left, for a retry after the backoff.
+    /// Returns false after a transient failure.
+    @discardableResult
+    private func sendIsolating(_ batch: [DisplayNotification]) async -> Bool {
+        switch await send(operation: "notifications", notifications: batch) {
+        case .success(let response):
+            notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
+            return true
+        case .failure(let failure) where failure.isRefusal:
+            // Stamped by the box's clock before any response said the real time, and this response did:
+            // the timestamps were the fault. Stamp them again and resend; nothing is dropped for it.
+            if batch.contains(where: \.stampedByBoxClock), time.correction != nil {
+                return await sendIsolating(stamped(batch))
+            }
+            guard batch.count > 1 else {
+                let notification = batch[0]
+                notifications.reject(notification, reason: failure.detail)
+                logger.error(
+                    "Target refused a display notification as invalid; it is dropped, never retried",
+                    metadata: [
+                        "id": "\(notification.id)", "mbox": "\(notification.mboxName)",
+                        "timestamp": "\(notification.timestampMs)", "detail": "\(failure.detail)",
+                    ]
+                )
+                return true
+            }
+            let half = batch.count / 2
+            guard await sendIsolating(Array(batch[..<half])) else {
+                notifications.fail(Array(batch[half...]), error: failure.detail)
+                return false
+            }
+            return await sendIsolating(Array(batch[half...]))
+        case .failure(let failure):
+            notifications.fail(batch, error: failure.detail)
+            return false
+        }
+    }
+
+    /// The batch with every timestamp the box's clock made replaced by the real time, once an upstream
+    /// has told it: by the notification's monotonic age when it was displayed in this run, else (replayed
+    /// from the journal) by the offset learned.
+    func stamped(_ batch: [DisplayNotification]) -> [DisplayNotification] {
+        guard batch.contains(where: \.stampedByBoxClock), let correction = time.correction else { return batch }
+        return batch.map { notification in
+            guard notification.stampedByBoxClock else { return notification }
+            var restamped = notification
+            if let displayedAt = notification.displayedAt {
+                restamped.restamp(time.epochMilliseconds(at: displayedAt))
+            } else {
+                restamped.restamp(notification.timestampMs + correction.offsetMs)
+            }
+            return restamped
+        }
+    }
+
+    // MARK: the one upstream call
+
+    /// One Delivery API exchange: the request, the counters, what the visitor learns, and the log line and
+    /// event of a failure. Settling notifications is the caller's.
+    private func send(
+        operation: String,
+        prefetch: [DeliveryMbox] = [],
+        execute: [DeliveryMbox] = [],
+        profile: [Parameter] = [],
+        notifications batch: [DisplayNotification] = []
+    ) async -> Result<DeliveryResponse, DeliveryFailure> {
         if prefetch.isEmpty && execute.isEmpty && batch.isEmpty {
             return .success(
                 DeliveryResponse(
@@ -31,7 +142,7 @@ extension TargetService {
                 )
             )
         }
-        let request = codec.request(
+        let request = DeliveryCodec(configuration: configuration).request(
             prefetch: prefetch,
             execute: execute,
             profileParameters: profile,
@@ -65,9 +176,7 @@ extension TargetService {
         switch result {
         case .success(let response):
             visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost)
-            notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
         case .failure(let failure):
-            notifications.fail(batch, error: failure.detail)
             logger.warning(
                 "Target Delivery API call failed",
                 metadata: ["operation": "\(operation)", "reason": "\(failure.reason)", "detail": "\(failure.detail)"]

@@ -15,12 +15,11 @@ extension TargetService {
             // A batch Target answered without confirming anything waits for the next turn.
             while !Task.isCancelled {
                 let configuration = self.configuration
-                let sentBefore = notifications.summary.counters.sent
                 guard
                     notifications.isDue(
                         batchSize: configuration.notificationBatchSize,
                         maxAge: configuration.notificationMaxAge
-                    ), await sendNotificationBatch(), notifications.summary.counters.sent > sentBefore
+                    ), await sendNotificationBatch()
                 else { break }
             }
             notifications.compactJournalIfLarge()
@@ -32,27 +31,14 @@ extension TargetService {
         notifications.syncJournal()
     }
 
-    /// Sends what is queued now, batch by batch, until the queue is empty or a send fails.
-    /// Returns how many were confirmed by Target.
+    /// Sends what is queued now, batch by batch, until the queue is empty or a batch settles nothing
+    /// (a send failed, or Target confirmed none of it). Returns how many were confirmed by Target.
     @discardableResult
     public func flushNotifications() async -> Int {
         notifications.clearBackoff()
-        var confirmed = 0
-        while notifications.summary.pending > 0 {
-            let before = notifications.summary.counters.sent
-            guard await sendNotificationBatch() else { break }
-            confirmed += notifications.summary.counters.sent - before
-        }
+        let before = notifications.summary.counters.sent
+        while notifications.summary.pending > 0, await sendNotificationBatch() {}
         notifications.syncJournal()
-        return confirmed
-    }
-
-    @discardableResult
-    func sendNotificationBatch() async -> Bool {
-        // Sent on their own: `deliver` attaches a batch from the queue to any request it makes.
-        switch await deliver(operation: "notifications", prefetch: [], execute: [], profile: []) {
-        case .success: return true
-        case .failure: return false
-        }
+        return notifications.summary.counters.sent - before
     }
 }

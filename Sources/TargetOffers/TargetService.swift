@@ -57,7 +57,9 @@ public final class TargetService: Sendable {
     public let visitor: VisitorSession
     public let notifications: NotificationQueue
     let transport: any HTTPTransport
+    /// Monotonic time, and wall time as the upstreams say it is (the box's clock may not be set).
     let clock: any AgentClock
+    public let time: UpstreamTime
     let logger: Logger
     let publish: @Sendable (String, JSONObject) -> Void
     let configurationBox: Mutex<TargetConfiguration>
@@ -74,19 +76,22 @@ public final class TargetService: Sendable {
     ) {
         self.configurationBox = Mutex(configuration)
         self.transport = transport
-        self.clock = clock
+        // The agent hands in the UpstreamTime its transport teaches; anything else (tests) gets its own.
+        let time = (clock as? UpstreamTime) ?? UpstreamTime(clock)
+        self.time = time
+        self.clock = time
         self.logger = logger
         self.publish = publish
         self.cache = PrefetchCache(budgetBytes: configuration.cacheBudgetBytes)
         self.visitor = VisitorSession(
             timeout: configuration.sessionTimeout,
-            clock: clock,
+            clock: time,
             stateFile: stateDirectory.map { StateFile(path: "\($0)/target-visitor.json", logger: logger) }
         )
         self.notifications = NotificationQueue(
             journalPath: stateDirectory.map { "\($0)/target-notifications.journal" },
             capacity: configuration.notificationQueueCapacity,
-            clock: clock,
+            clock: time,
             logger: logger
         )
     }
@@ -130,7 +135,7 @@ public final class TargetService: Sendable {
     public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad?
     {
         let now = clock.now()
-        let epoch = clock.epochMilliseconds()
+        let stamp = time.stamp(at: now)
         let count = command.requests.count
         // Which offer answered each request, kept only when a miss could need it (more than one request).
         var offers: [CachedOffer?] = []
@@ -149,7 +154,9 @@ public final class TargetService: Sendable {
                     of: offer,
                     targeting: request.targeting,
                     profileParameters: command.profileParameters,
-                    timestampMs: epoch
+                    timestampMs: stamp.epochMs,
+                    stampedByBoxClock: stamp.byBoxClock,
+                    displayedAt: now
                 )
             )
         }

@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// One HTTP request to an upstream service (Target, Adobe Pass).
 public struct HTTPRequest: Sendable, Hashable {
     public var method: String
@@ -83,4 +85,24 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 /// without sockets; the agent plugs in the AsyncHTTPClient implementation.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+}
+
+/// A transport that teaches `time` the real time from every response's `Date` header: the one place the
+/// agent learns it, for Target and Adobe Pass alike.
+public struct TimeLearningTransport: HTTPTransport {
+    private let inner: any HTTPTransport
+    private let time: UpstreamTime
+
+    public init(_ inner: any HTTPTransport, time: UpstreamTime) {
+        self.inner = inner
+        self.time = time
+    }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let response = try await inner.send(request)
+        if let date = response.header("date") {
+            time.learn(dateHeader: date, receivedAt: time.now())
+        }
+        return response
+    }
 }

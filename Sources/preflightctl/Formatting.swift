@@ -58,6 +58,20 @@ func formatDuration(milliseconds: Double) -> String {
     return "\(seconds)s"
 }
 
+/// How far the box's clock is from the upstreams' ("26 years slow", "3m 20s fast"), or nil when within
+/// a few seconds (a `Date` header is whole seconds, so smaller offsets are noise).
+func clockOffsetSummary(offsetMs: Double) -> String? {
+    let magnitude = abs(offsetMs)
+    guard magnitude > 5000 else { return nil }
+    let direction = offsetMs > 0 ? "slow" : "fast"
+    let years = magnitude / (365.2425 * 86_400_000)
+    let amount =
+        years >= 1
+        ? "\(Int(years.rounded())) year\(Int(years.rounded()) == 1 ? "" : "s")"
+        : formatDuration(milliseconds: magnitude)
+    return "\(amount) \(direction)"
+}
+
 /// A latency with three significant digits, at most six characters: "0.08ms", "4.12ms", "12.3ms", "850ms",
 /// "1.25s", "12.5s", "125s". Percentile columns stay the same width whatever the values.
 func formatLatency(milliseconds: Double) -> String {

@@ -35,10 +35,22 @@ struct NotificationsStatus: AgentCommand {
             ("Sent", number(result["sent"])),
             ("Failed attempts", number(result["failedAttempts"])),
             ("Dropped (full)", number(result["droppedOverflow"])),
+            ("Refused", refusal(result)),
             ("Replayed", number(result["replayedFromJournal"])),
             ("Last error", lastError),
         ])
     }
+}
+
+/// "0", or "2 (last: HTTP 400: …, 3m ago)": notifications Target refused as invalid, dropped, never retried.
+private func refusal(_ result: JSONValue) -> String {
+    var text = number(result["refused"])
+    if let last = result["lastRefusal"]?.stringValue {
+        text += " (last: \(last)"
+        if let at = result["lastRefusalAtMs"]?.doubleValue { text += ", \(age(sinceEpochMs: at))" }
+        text += ")"
+    }
+    return text
 }
 
 struct NotificationsFlush: AgentCommand {

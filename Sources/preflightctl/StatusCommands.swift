@@ -40,6 +40,9 @@ struct Status: AgentCommand {
         rows.append(("PID", result["pid"].map(displayValue) ?? "?"))
         rows.append(("Uptime", result["uptimeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "?"))
         rows.append(("Config file", result["configFile"].map(displayValue) ?? "-"))
+        if let offset = result["clock"]?["offsetMs"]?.doubleValue, let summary = clockOffsetSummary(offsetMs: offset) {
+            rows.append(("Box clock", "\(summary); the agent stamps and compares with Adobe's time (Date headers)"))
+        }
         for role in ["app", "admin", "events"] {
             rows.append(("Endpoint \(role)", result["endpoints"]?[role]?.stringValue ?? "?"))
         }
@@ -127,6 +130,9 @@ func notificationsSummary(_ queue: JSONValue?) -> String {
         text += " (oldest \(age(sinceEpochMs: oldest)))"
     }
     text += ", \(number(queue?["sent"])) sent"
+    if let refused = queue?["refused"]?.doubleValue, refused > 0 {
+        text += ", \(number(queue?["refused"])) refused by Target"
+    }
     if let error = queue?["lastError"]?.stringValue {
         text += ", last error: \(error)"
         if let at = queue?["lastErrorAtMs"]?.doubleValue { text += " (\(age(sinceEpochMs: at)))" }

@@ -10,11 +10,8 @@ import Testing
 
     private func notification(_ id: String, at epochMs: Int64 = 1_800_000_000_000) -> DisplayNotification {
         DisplayNotification(
-            id: id,
-            timestampMs: epochMs,
-            mboxName: "m-\(id)",
-            encoded: Array("{\"id\":\"\(id)\"}".utf8)
-        )
+            deliveryJSON: ["id": .string(id), "timestamp": .integer(epochMs), "mbox": ["name": .string("m-\(id)")]]
+        )!
     }
 
     @Test func overCapacityTheOldestPendingIsDroppedAndItsIdReturnedForTheJournal() {

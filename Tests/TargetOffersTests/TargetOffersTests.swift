@@ -29,7 +29,7 @@ final class ScriptedTransport: HTTPTransport {
     }
 }
 
-private func offer(
+func offer(
     _ name: String,
     content: String = "<b>hi</b>",
     token: String = "tok",
@@ -46,7 +46,7 @@ private func offer(
     )
 }
 
-private let logger = Logger(label: "test")
+let logger = Logger(label: "test")
 
 @Suite struct RandomUUIDTests {
     @Test func versionFourLowercaseAndUnique() {
