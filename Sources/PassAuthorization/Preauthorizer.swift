@@ -78,20 +78,16 @@ public final class Preauthorizer: Sendable {
 
     // MARK: Answering
 
-    /// The complete PreauthorizeResponse when the decision cache alone can answer: LOCAL_CACHE is not
-    /// disabled, the requestor's profile is current, and every requested resource has a fresh permit.
-    /// Nil otherwise. Cheap and non-blocking (one mutex), for the agent's I/O thread.
-    public func cachedResponse(for command: PreauthorizeCommand) -> JSONValue? {
-        cachedAnswer(for: command)?.json
+    /// The complete answer when the decision cache alone can answer: LOCAL_CACHE is not disabled, the
+    /// requestor's profile is current, and every requested resource has a fresh permit. Nil otherwise.
+    /// Cheap and non-blocking (one mutex), for the agent's I/O thread.
+    public func cachedResponse(for command: PreauthorizeCommand) -> PreauthorizeAnswer? {
+        cachedAnswer(for: command)
     }
 
-    /// The PreauthorizeResponse of PROTOCOL.md (outcome `response` or `failure`), within
+    /// The answer to a `preauthorize` (PROTOCOL.md's outcome `response` or `failure`), within
     /// `answerDeadline` whatever Adobe does.
-    public func preauthorize(_ command: PreauthorizeCommand) async -> JSONValue {
-        await answer(command).json
-    }
-
-    func answer(_ command: PreauthorizeCommand) async -> PreauthorizeAnswer {
+    public func preauthorize(_ command: PreauthorizeCommand) async -> PreauthorizeAnswer {
         if let cached = cachedAnswer(for: command) { return cached }
         let requestor = command.requestor
         let answerDeadline: Duration? = state.withLock { state in
@@ -552,9 +548,8 @@ public final class Preauthorizer: Sendable {
     }
 
     /// Drops profiles and decisions of one requestor (or all with nil), and with `registration: true`
-    /// also the DCR registration (in memory and on disk) and the token. Result:
-    /// `{"requestor", "profiles", "decisions", "registration"}` with counts and whether a registration went.
-    public func clear(requestor: String?, registration: Bool) -> JSONValue {
+    /// also the DCR registration (in memory and on disk) and the token. Returns what went.
+    public func clear(requestor: String?, registration: Bool) -> ClearedPassState {
         let (profiles, decisions) = state.withLock { state -> (Int, Int) in
             var profiles = 0
             for (name, requestorState) in state.requestors where requestor == nil || name == requestor {
@@ -571,9 +566,23 @@ public final class Preauthorizer: Sendable {
                 "registration": "\(registrationCleared)",
             ]
         )
-        return [
-            "requestor": requestor.map { .string($0) } ?? .null, "profiles": .integer(Int64(profiles)),
-            "decisions": .integer(Int64(decisions)), "registration": .bool(registrationCleared),
-        ]
+        return ClearedPassState(
+            requestor: requestor,
+            profiles: profiles,
+            decisions: decisions,
+            registration: registrationCleared
+        )
     }
+}
+
+/// What `Preauthorizer.clear(requestor:registration:)` dropped: the answer to `auth.clear`.
+public struct ClearedPassState: Sendable, Hashable {
+    /// The requestor cleared, or nil for all of them.
+    public let requestor: String?
+    /// How many authenticated profiles went.
+    public let profiles: Int
+    /// How many cached decisions went.
+    public let decisions: Int
+    /// Whether a DCR registration went.
+    public let registration: Bool
 }
