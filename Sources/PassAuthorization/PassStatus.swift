@@ -29,7 +29,8 @@ public struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
     static func requestorNotOnThisBox(_ requestor: String) -> PassFailure {
         PassFailure(
             code: .requestorNotConfigured,
-            message: "The requestor \"\(requestor)\" is not configured on this box (pass.requestors)."
+            message:
+                "The requestor \"\(requestor)\" is not configured on this box (\(PassConfigurationKey.requestors.path))."
         )
     }
 
