@@ -1,5 +1,6 @@
 import Logging
 import PreflightCore
+import PreflightProtocol
 import StateFiles
 import Synchronization
 
@@ -219,7 +220,11 @@ final class Credentials: Sendable {
             )
         }
         guard !configuration.softwareStatement.isEmpty else {
-            return .failure(.accessTokenUnavailable("no software statement is configured (pass.softwareStatement)"))
+            return .failure(
+                .accessTokenUnavailable(
+                    "no software statement is configured (\(PassConfigurationKey.softwareStatement.path))"
+                )
+            )
         }
         switch await upstream.register(deadline: deadline) {
         case .failure(let failure):

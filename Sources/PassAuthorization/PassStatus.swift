@@ -2,8 +2,9 @@ import PreflightProtocol
 
 /// Why the agent could not service a `preauthorize` (PROTOCOL.md's agent-side codes, status 0): the
 /// AccessEnabler's `onFailure`. A value with a code a machine switches on and a message a person reads.
-struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: String, Sendable, Hashable {
+/// Encoded as PROTOCOL.md's `status` object by the agent, at the protocol edge.
+public struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
         case requestorNotConfigured = "requestor_not_configured"
         case authenticationSessionMissing = "authentication_session_missing"
         case authenticationSessionExpired = "authentication_session_expired"
@@ -12,10 +13,10 @@ struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case networkError = "network_error"
     }
 
-    var code: Code
-    var message: String
+    public internal(set) var code: Code
+    public internal(set) var message: String
 
-    var action: ErrorAction {
+    public var action: ErrorAction {
         switch code {
         case .requestorNotConfigured: .retry
         case .authenticationSessionMissing, .authenticationSessionExpired: .authentication
@@ -23,20 +24,13 @@ struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    var description: String { "\(code.rawValue): \(message)" }
-
-    /// The PROTOCOL.md `status` object.
-    var json: JSONValue {
-        [
-            "status": 0, "code": .string(code.rawValue), "message": .string(message),
-            "action": .string(action.rawValue),
-        ]
-    }
+    public var description: String { "\(code.rawValue): \(message)" }
 
     static func requestorNotOnThisBox(_ requestor: String) -> PassFailure {
         PassFailure(
             code: .requestorNotConfigured,
-            message: "The requestor \"\(requestor)\" is not configured on this box (pass.requestors)."
+            message:
+                "The requestor \"\(requestor)\" is not configured on this box (\(PassConfigurationKey.requestors.path))."
         )
     }
 
@@ -80,10 +74,11 @@ struct PassFailure: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// An Adobe Pass `Status` (Enhanced Error Codes) passed through to apps: the seven fields of
 /// `ErrorInformation` in a fixed order, absent ones omitted, values as Adobe sent them.
-struct AdobeStatus: Sendable, Hashable {
+public struct AdobeStatus: Sendable, Hashable {
     static let fieldNames = ["status", "code", "message", "details", "helpUrl", "trace", "action"]
 
-    private(set) var fields: JSONObject
+    /// The fields, in that order: what apps receive as the `status` (or an item's `error`) object.
+    public private(set) var fields: JSONObject
 
     /// From an `error` object. With `httpStatus`, that is the `status` (a top-level error, where
     /// PROTOCOL.md says the HTTP status is the status); without it Adobe's own `status` stays.
@@ -99,13 +94,13 @@ struct AdobeStatus: Sendable, Hashable {
         self.fields = fields
     }
 
-    var code: String? { fields["code"]?.stringValue }
-    var status: Int? { fields["status"]?.doubleValue.map { Int($0) } }
-    var json: JSONValue { .object(fields) }
+    public var code: String? { fields["code"]?.stringValue }
+    public var status: Int? { fields["status"]?.doubleValue.map { Int($0) } }
 }
 
-/// The one answer of a `preauthorize`, before it becomes PROTOCOL.md JSON.
-enum PreauthorizeAnswer: Sendable, Hashable {
+/// The one answer of a `preauthorize`. The agent encodes it as PROTOCOL.md's PreauthorizeResponse at
+/// the protocol edge; this module writes no reply JSON.
+public enum PreauthorizeAnswer: Sendable, Hashable {
     /// One decision per requested resource, in request order.
     case decisions([ResourceDecision])
     /// A top-level Adobe Pass error: outcome response, no resources.
@@ -113,19 +108,8 @@ enum PreauthorizeAnswer: Sendable, Hashable {
     /// The agent could not service the request: outcome failure.
     case failure(PassFailure)
 
-    var json: JSONValue {
-        switch self {
-        case .decisions(let decisions):
-            return ["outcome": "response", "resources": .array(decisions.map(\.json))]
-        case .adobeError(let status):
-            return ["outcome": "response", "resources": [], "status": status.json]
-        case .failure(let failure):
-            return ["outcome": "failure", "resources": [], "status": failure.json]
-        }
-    }
-
-    /// The outcome name, for counters.
-    var outcome: String {
+    /// PROTOCOL.md's `outcome`: `failure` when the agent could not service the request, else `response`.
+    public var outcome: String {
         if case .failure = self { return "failure" }
         return "response"
     }
@@ -141,17 +125,11 @@ enum PreauthorizeAnswer: Sendable, Hashable {
 }
 
 /// Adobe's decision on one resource.
-struct ResourceDecision: Sendable, Hashable {
-    var resource: String
-    var authorized: Bool
+public struct ResourceDecision: Sendable, Hashable {
+    public internal(set) var resource: String
+    public internal(set) var authorized: Bool
     /// The item-level `error`, passed through.
-    var error: AdobeStatus?
-
-    var json: JSONValue {
-        var object: JSONObject = ["id": .string(resource), "authorized": .bool(authorized)]
-        if let error { object["error"] = error.json }
-        return .object(object)
-    }
+    public internal(set) var error: AdobeStatus?
 
     /// A clean permit: the only kind of decision the cache keeps.
     var isCacheablePermit: Bool { authorized && error == nil }

@@ -20,16 +20,13 @@ public final class Preauthorizer: Sendable {
     let state: Mutex<PassState>
     let upstream: PassUpstream
     let batcher: DecisionBatcher
-    private let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
-    private let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
-    private let wakeUp = WakeSignal()
+    let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
+    let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
+    let wakeUp = WakeSignal()
     let clock: any AgentClock
-    private let logger: Logger
-    private let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
-    private let stateDirectory: String
-
-    /// The shortest spacing of configuration attempts that apps' `preauthorize` calls may cause.
-    static let onDemandConfigurationInterval = Duration.seconds(2)
+    let logger: Logger
+    let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
+    let stateDirectory: String
 
     /// - Parameters:
     ///   - configuration: the `pass.*` configuration.
@@ -78,20 +75,16 @@ public final class Preauthorizer: Sendable {
 
     // MARK: Answering
 
-    /// The complete PreauthorizeResponse when the decision cache alone can answer: LOCAL_CACHE is not
-    /// disabled, the requestor's profile is current, and every requested resource has a fresh permit.
-    /// Nil otherwise. Cheap and non-blocking (one mutex), for the agent's I/O thread.
-    public func cachedResponse(for command: PreauthorizeCommand) -> JSONValue? {
-        cachedAnswer(for: command)?.json
+    /// The complete answer when the decision cache alone can answer: LOCAL_CACHE is not disabled, the
+    /// requestor's profile is current, and every requested resource has a fresh permit. Nil otherwise.
+    /// Cheap and non-blocking (one mutex), for the agent's I/O thread.
+    public func cachedResponse(for command: PreauthorizeCommand) -> PreauthorizeAnswer? {
+        cachedAnswer(for: command)
     }
 
-    /// The PreauthorizeResponse of PROTOCOL.md (outcome `response` or `failure`), within
+    /// The answer to a `preauthorize` (PROTOCOL.md's outcome `response` or `failure`), within
     /// `answerDeadline` whatever Adobe does.
-    public func preauthorize(_ command: PreauthorizeCommand) async -> JSONValue {
-        await answer(command).json
-    }
-
-    func answer(_ command: PreauthorizeCommand) async -> PreauthorizeAnswer {
+    public func preauthorize(_ command: PreauthorizeCommand) async -> PreauthorizeAnswer {
         if let cached = cachedAnswer(for: command) { return cached }
         let requestor = command.requestor
         let answerDeadline: Duration? = state.withLock { state in
@@ -253,195 +246,6 @@ public final class Preauthorizer: Sendable {
         }
     }
 
-    // MARK: Requestor configuration
-
-    /// Nil when the requestor is configured (fetching its configuration now if it is not and no attempt
-    /// was made in the last `onDemandConfigurationInterval`); otherwise `requestor_not_configured`.
-    private func ensureConfigured(_ requestor: String, deadline: ContinuousClock.Instant) async -> PassFailure? {
-        let now = clock.now()
-        let (configured, triedRecently) = state.withLock { state -> (Bool, Bool) in
-            guard let requestorState = state.requestors[requestor] else { return (false, true) }
-            let recent = requestorState.lastConfigurationAttempt.map { now - $0 < Self.onDemandConfigurationInterval }
-            return (requestorState.isConfigured, recent ?? false)
-        }
-        if configured { return nil }
-        if !triedRecently || configurations.isRunning(requestor) {
-            await configure(requestor, deadline: deadline)
-        }
-        return state.withLock { state in
-            guard let requestorState = state.requestors[requestor] else { return .requestorNotOnThisBox(requestor) }
-            if requestorState.isConfigured { return nil }
-            return .requestorNotConfigured(requestor, lastError: requestorState.configurationError)
-        }
-    }
-
-    /// `GET /configuration` for one requestor, shared by concurrent askers, with the result recorded.
-    private func configure(_ requestor: String, deadline: ContinuousClock.Instant) async {
-        _ = await configurations.run(requestor) { [self] in
-            state.withLock { $0.requestors[requestor]?.lastConfigurationAttempt = clock.now() }
-            let result = await upstream.fetchConfiguration(requestor, deadline: deadline)
-            let now = clock.now()
-            let epoch = clock.epochMilliseconds()
-            let problem: String? =
-                switch result {
-                case .success: nil
-                case .adobeError(let status): "HTTP \(status.status ?? 0) \(status.code ?? "error")"
-                case .failure(let failure): failure.description
-                }
-            state.withLock { state in
-                guard var requestorState = state.requestors[requestor] else { return }
-                if case .success(let configuration) = result {
-                    requestorState.configuration = .configured(atEpochMilliseconds: epoch, mvpds: configuration.mvpds)
-                    requestorState.configurationError = nil
-                    requestorState.configurationAttempts = 0
-                    requestorState.nextConfigurationAttempt = nil
-                } else {
-                    requestorState.configurationError = problem
-                    requestorState.configurationAttempts += 1
-                    requestorState.nextConfigurationAttempt =
-                        now + Self.retryBackoff.delay(attempt: requestorState.configurationAttempts)
-                }
-                state.requestors[requestor] = requestorState
-            }
-            if let problem {
-                logger.warning(
-                    "cannot retrieve the requestor configuration",
-                    metadata: ["requestor": "\(requestor)", "reason": "\(problem)"]
-                )
-            } else {
-                logger.info("requestor configured", metadata: ["requestor": "\(requestor)"])
-            }
-            return result
-        }
-    }
-
-    /// After failures to configure a requestor or to get a token: 1 s, 2 s, 4 s … up to a minute.
-    static let retryBackoff = Backoff(base: .seconds(1), doublings: 6, cap: .seconds(60))
-
-    // MARK: Authentication session
-
-    /// The requestor's current profile: from memory while before its `notAfter`; missing or expired
-    /// from memory for `sessionRecheckInterval` after a lookup found so; otherwise from
-    /// `GET /profiles` (shared by concurrent askers).
-    private func session(
-        for requestor: String,
-        deadline: ContinuousClock.Instant
-    ) async -> UpstreamResult<AuthenticatedProfile> {
-        let now = clock.now()
-        let epoch = clock.epochMilliseconds()
-        let known: UpstreamResult<AuthenticatedProfile>? = state.withLock { state in
-            guard let requestorState = state.requestors[requestor] else {
-                return .failure(.requestorNotOnThisBox(requestor))
-            }
-            let recheck = state.configuration.sessionRecheckInterval
-            switch requestorState.session {
-            case .authenticated(let profile) where profile.isValid(atEpochMilliseconds: epoch):
-                return .success(profile)
-            case .missing(let checkedAt) where now - checkedAt < recheck:
-                return .failure(.authenticationSessionMissing)
-            case .expired(_, let checkedAt) where now - checkedAt < recheck:
-                return .failure(.authenticationSessionExpired)
-            default:
-                return nil
-            }
-        }
-        if let known { return known }
-        return await sessions.run(requestor) { [self] in
-            switch await upstream.fetchProfiles(requestor, deadline: deadline) {
-            case .success(let profiles): return applyProfiles(profiles, requestor: requestor)
-            case .adobeError(let status): return .adobeError(status)
-            case .failure(let failure): return .failure(failure)
-            }
-        }
-    }
-
-    /// Takes the profiles Adobe listed as the requestor's session: the valid one with the latest
-    /// `notAfter`; else expired (a listed profile, or the one we held, is past `notAfter`) or missing.
-    /// Decisions go whenever the profile changes or goes.
-    private func applyProfiles(
-        _ profiles: [AuthenticatedProfile],
-        requestor: String
-    ) -> UpstreamResult<AuthenticatedProfile> {
-        let now = clock.now()
-        let epoch = clock.epochMilliseconds()
-        let valid = profiles.filter { $0.isValid(atEpochMilliseconds: epoch) }.max { $0.notAfter < $1.notAfter }
-        let (result, event): (UpstreamResult<AuthenticatedProfile>, JSONObject?) = state.withLock { state in
-            guard let previous = state.requestors[requestor]?.session else {
-                return (.failure(.requestorNotOnThisBox(requestor)), nil)
-            }
-            let next: SessionState
-            let result: UpstreamResult<AuthenticatedProfile>
-            if let valid {
-                next = .authenticated(valid)
-                result = .success(valid)
-            } else {
-                var expiredMvpd: String??
-                if let lapsed = profiles.max(by: { $0.notAfter < $1.notAfter }) {
-                    expiredMvpd = .some(lapsed.mvpd)
-                } else if case .authenticated(let held) = previous, !held.isValid(atEpochMilliseconds: epoch) {
-                    expiredMvpd = .some(held.mvpd)
-                } else if case .expired(let mvpd, _) = previous {
-                    expiredMvpd = .some(mvpd)
-                }
-                if let expiredMvpd {
-                    next = .expired(mvpd: expiredMvpd, checkedAt: now)
-                    result = .failure(.authenticationSessionExpired)
-                } else {
-                    next = .missing(checkedAt: now)
-                    result = .failure(.authenticationSessionMissing)
-                }
-            }
-            if case .authenticated(let held) = previous, next != .authenticated(held) {
-                state.cache.drop(requestor: requestor)
-            }
-            state.requestors[requestor]?.session = next
-            return (result, Self.sessionEvent(requestor: requestor, from: previous, to: next))
-        }
-        if let event { publish("auth.session", event) }
-        return result
-    }
-
-    /// Adobe said the profile is gone (`authenticated_profile_missing`, `_invalidated`, `_expired`,
-    /// top level or per decision): forget the profile and its decisions.
-    private func noteSessionProblem(_ code: String, requestor: String, profile: AuthenticatedProfile) {
-        guard code.hasPrefix("authenticated_profile_") else { return }
-        let now = clock.now()
-        let next: SessionState =
-            code == "authenticated_profile_expired"
-            ? .expired(mvpd: profile.mvpd, checkedAt: now) : .missing(checkedAt: now)
-        let event: JSONObject? = state.withLock { state in
-            guard let previous = state.requestors[requestor]?.session, previous == .authenticated(profile) else {
-                return nil
-            }
-            state.requestors[requestor]?.session = next
-            state.cache.drop(requestor: requestor)
-            return Self.sessionEvent(requestor: requestor, from: previous, to: next)
-        }
-        if let event { publish("auth.session", event) }
-    }
-
-    private static func sessionEvent(
-        requestor: String,
-        from previous: SessionState,
-        to next: SessionState
-    ) -> JSONObject? {
-        var body: JSONObject = ["requestor": .string(requestor), "state": .string(next.name)]
-        switch next {
-        case .unknown:
-            return nil
-        case .authenticated(let profile):
-            if previous == next { return nil }
-            body["mvpd"] = .string(profile.mvpd)
-            body["notAfter"] = .integer(profile.notAfter)
-        case .missing:
-            if case .missing = previous { return nil }
-        case .expired(let mvpd, _):
-            if case .expired = previous { return nil }
-            if let mvpd { body["mvpd"] = .string(mvpd) }
-        }
-        return body
-    }
-
     private func publishDecisions(
         requestor: String,
         mvpd: String,
@@ -458,122 +262,5 @@ public final class Preauthorizer: Sendable {
                 "fromCache": .integer(Int64(fromCache)),
             ]
         )
-    }
-
-    // MARK: Background
-
-    /// Registers (or loads the registration), gets a token and each requestor's configuration, retrying
-    /// with back-off until they succeed, and renews the token before it expires. Runs until cancelled.
-    public func run() async {
-        var tokenFailures = 0
-        while !Task.isCancelled {
-            let now = clock.now()
-            let configuration = state.withLock { $0.configuration }
-            var wakeAt = now + .seconds(3600)
-            switch await upstream.credentials.accessToken(using: upstream, deadline: now + configuration.answerDeadline)
-            {
-            case .success(let token) where token.refreshAt > clock.now():
-                tokenFailures = 0
-                wakeAt = min(wakeAt, token.refreshAt)
-                let due = state.withLock { state in
-                    configuration.requestors.filter { requestor in
-                        guard let requestorState = state.requestors[requestor], !requestorState.isConfigured else {
-                            return false
-                        }
-                        return (requestorState.nextConfigurationAttempt ?? now) <= now
-                    }
-                }
-                for requestor in due where !Task.isCancelled {
-                    await configure(requestor, deadline: clock.now() + configuration.answerDeadline)
-                }
-                let retryAt = state.withLock { state in
-                    state.requestors.values.filter { !$0.isConfigured }.compactMap(\.nextConfigurationAttempt).min()
-                }
-                if let retryAt { wakeAt = min(wakeAt, retryAt) }
-            case .success, .failure:
-                // No token, or renewing it failed while the old one still works: try again later.
-                tokenFailures += 1
-                wakeAt = clock.now() + Self.retryBackoff.delay(attempt: tokenFailures)
-            }
-            if Task.isCancelled { break }
-            await wakeUp.wait(timeout: wakeAt - clock.now(), clock: clock)
-        }
-    }
-
-    // MARK: Administration
-
-    /// Applies a reloaded configuration. Tokens, registration, profiles and decisions stay where still
-    /// valid: a new server drops everything but the registration file (which is then replaced at the
-    /// next call); a new software statement drops the token; a new device id drops profiles and
-    /// decisions; requestors no longer served are forgotten and new ones are configured in the background.
-    public func update(configuration: PassConfiguration) {
-        let device = DeviceIdentity.resolve(configuration, stateDirectory: stateDirectory, logger: logger)
-        let previous = upstream.settings.withLock { settings in
-            let previous = settings
-            settings = UpstreamSettings(configuration: configuration, device: device)
-            return previous
-        }
-        upstream.pacer.withLock { $0.update(configuration.pacing) }
-        let serverChanged = previous.configuration.baseURL != configuration.baseURL
-        let statementChanged = previous.configuration.softwareStatement != configuration.softwareStatement
-        let deviceChanged = previous.device.identifierHeader != device.identifierHeader
-        state.withLock { state in
-            let removed = state.configuration.requestors.filter { !configuration.requestors.contains($0) }
-            state.configuration = configuration
-            var requestors: [String: RequestorState] = [:]
-            for requestor in configuration.requestors {
-                var requestorState = state.requestors[requestor] ?? RequestorState()
-                if serverChanged {
-                    requestorState.configuration = .pending
-                    requestorState.configurationError = nil
-                    requestorState.configurationAttempts = 0
-                    requestorState.nextConfigurationAttempt = nil
-                    requestorState.lastConfigurationAttempt = nil
-                }
-                if serverChanged || deviceChanged { requestorState.session = .unknown }
-                requestors[requestor] = requestorState
-            }
-            state.requestors = requestors
-            if serverChanged || deviceChanged {
-                state.cache.drop(requestor: nil)
-            } else {
-                for requestor in removed { state.cache.drop(requestor: requestor) }
-            }
-        }
-        if serverChanged || statementChanged { upstream.credentials.dropToken() }
-        wakeUp.signal()
-        logger.info(
-            "Adobe Pass configuration applied",
-            metadata: [
-                "requestors": "\(configuration.requestors.count)", "serverChanged": "\(serverChanged)",
-                "deviceChanged": "\(deviceChanged)",
-            ]
-        )
-    }
-
-    /// Drops profiles and decisions of one requestor (or all with nil), and with `registration: true`
-    /// also the DCR registration (in memory and on disk) and the token. Result:
-    /// `{"requestor", "profiles", "decisions", "registration"}` with counts and whether a registration went.
-    public func clear(requestor: String?, registration: Bool) -> JSONValue {
-        let (profiles, decisions) = state.withLock { state -> (Int, Int) in
-            var profiles = 0
-            for (name, requestorState) in state.requestors where requestor == nil || name == requestor {
-                if case .authenticated = requestorState.session { profiles += 1 }
-                state.requestors[name]?.session = .unknown
-            }
-            return (profiles, state.cache.drop(requestor: requestor))
-        }
-        let registrationCleared = registration && upstream.credentials.forgetRegistration()
-        logger.notice(
-            "Adobe Pass state cleared",
-            metadata: [
-                "requestor": "\(requestor ?? "*")", "profiles": "\(profiles)", "decisions": "\(decisions)",
-                "registration": "\(registrationCleared)",
-            ]
-        )
-        return [
-            "requestor": requestor.map { .string($0) } ?? .null, "profiles": .integer(Int64(profiles)),
-            "decisions": .integer(Int64(decisions)), "registration": .bool(registrationCleared),
-        ]
     }
 }

@@ -77,7 +77,7 @@ extension CommandDispatcher {
                     "\(requestor) is not a requestor of this box (\(AgentConfiguration.path(of: \.pass.requestors)))"
                 )
             }
-            return .success(pass.clear(requestor: requestor, registration: registration))
+            return .success(pass.clear(requestor: requestor, registration: registration).json)
         case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize:
             throw .internalError("\(command.wireName) has no argument reader in AppCommand")
         }

@@ -249,10 +249,10 @@ public struct CommandDispatcher: RequestHandler {
             // A complete answer from the decision cache goes out from this thread; anything else waits
             // on Adobe Pass in a task.
             if let cached = pass.cachedResponse(for: command) {
-                return .now(.success(cached))
+                return .now(.success(cached.json))
             }
             let pass = self.pass
-            return .later { .success(await pass.preauthorize(command)) }
+            return .later { .success(await pass.preauthorize(command).json) }
         }
     }
 }

@@ -40,7 +40,7 @@ public struct ConfigurationKey: Sendable {
     private let same: @Sendable (AgentConfiguration, AgentConfiguration) -> Bool
 
     /// `section.name`, as errors, warnings and the journal spell it.
-    public var path: String { "\(section.rawValue).\(name)" }
+    public var path: String { section.path(of: name) }
 
     /// Declares a key. `allowed` and `defaultText` replace the ones the value kind would write in the
     /// doc; `display` replaces the value `config.show` shows.

@@ -270,7 +270,7 @@ extension AgentConfiguration {
         ),
         ConfigurationKey(
             .pass,
-            "softwareStatement",
+            PassConfigurationKey.softwareStatement.rawValue,
             \.pass.softwareStatement,
             .string,
             .applies,
@@ -280,7 +280,7 @@ extension AgentConfiguration {
         ),
         ConfigurationKey(
             .pass,
-            "requestors",
+            PassConfigurationKey.requestors.rawValue,
             \.pass.requestors,
             .strings,
             .applies,

@@ -11,6 +11,24 @@ public enum ConfigurationSection: String, CaseIterable, Sendable {
     public static let defaultFile = "/etc/preflight/preflight.json"
 }
 
+extension ConfigurationSection {
+    /// `section.key`: how errors, warnings, messages and the docs name a key of this section.
+    public func path(of key: String) -> String { "\(rawValue).\(key)" }
+}
+
+/// The keys of the `pass` section that modules which cannot see the agent's configuration table name
+/// in their messages (Adobe Pass failures, `preflightctl`'s hints). The table declares these keys with
+/// these names, so each is spelled once.
+public enum PassConfigurationKey: String, CaseIterable, Sendable {
+    /// The software statement from the TVE Dashboard, needed to register the box.
+    case softwareStatement
+    /// The service providers (requestor ids) this box serves.
+    case requestors
+
+    /// `pass.softwareStatement`, `pass.requestors`.
+    public var path: String { ConfigurationSection.pass.path(of: rawValue) }
+}
+
 /// The agent's three ZeroMQ endpoints: their keys in the configuration file's `agent` section and the
 /// addresses a box uses when the file does not set them. The agent, `PreflightClient` and `preflightctl`
 /// all take them from here.

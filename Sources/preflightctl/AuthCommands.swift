@@ -30,7 +30,7 @@ struct AuthList: AgentCommand {
         let requestors = requestorEntries(result["requestors"])
         guard !requestors.isEmpty else {
             if !generalRows.isEmpty { print() }
-            print("No requestors configured (pass.requestors): no authorization state held.")
+            print("No requestors configured (\(PassConfigurationKey.requestors.path)): no authorization state held.")
             return
         }
         for (name, requestor) in requestors {
@@ -211,7 +211,8 @@ private let actionHints: [String: String] = [
     "authentication": "the user must sign in again with their TV provider",
     "authorization": "the user's TV package does not include this; nothing to fix on the box",
     "configuration": "check the pass section of the configuration",
-    "application-registration": "the agent's Adobe Pass registration was refused; check pass.softwareStatement",
+    "application-registration":
+        "the agent's Adobe Pass registration was refused; check \(PassConfigurationKey.softwareStatement.path)",
     "retry": "retry shortly; if it persists, check the requestor id and the network",
     "retry-after": "retry later",
     "degradation": "Adobe Pass is degraded; decisions may be permissive for a while",

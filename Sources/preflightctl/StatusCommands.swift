@@ -81,7 +81,9 @@ struct Status: AgentCommand {
                 )
             )
             let requestors = requestorEntries(pass["requestors"])
-            if requestors.isEmpty { rows.append(("Requestors", "none configured (pass.requestors)")) }
+            if requestors.isEmpty {
+                rows.append(("Requestors", "none configured (\(PassConfigurationKey.requestors.path))"))
+            }
             for (name, requestor) in requestors {
                 rows.append(("Requestor \(name)", requestorSummary(requestor)))
             }

@@ -104,8 +104,8 @@ import UpstreamHTTP
     let refused = FakePass.json(401, FakePass.adobeError(401, "invalid_access_token_service_provider"))
     harness.fake.script("preauthorize", .respond(refused), .respond(refused))
     let answer = await harness.preauthorize(["r2"])
-    #expect(answer["outcome"] == "response")
-    #expect(answer["status"]?["status"] == 401)
+    #expect(answer.outcome == "response")
+    #expect(answer.adobeStatus?.status == 401)
     #expect(answer.statusCode == "invalid_access_token_service_provider")
     #expect(harness.fake.count("token") == 2)
 }
@@ -118,11 +118,11 @@ import UpstreamHTTP
     harness.clock.advance(by: .seconds(101))
     harness.fake.script("token", .respond(FakePass.json(400, ["error": "invalid_request"])))
     let answer = await harness.preauthorize(["r2"])
-    #expect(answer["outcome"] == "failure")
-    #expect(answer["resources"] == [])
-    #expect(answer["status"]?["status"] == 0)
+    #expect(answer.outcome == "failure")
+    #expect(answer.resourceIDs == [])
+    #expect(answer.failure != nil, "an agent-side failure: status 0")
     #expect(answer.statusCode == "access_token_unavailable")
-    #expect(answer["status"]?["action"] == "none")
+    #expect(answer.failure?.action == ErrorAction.none)
 }
 
 @Test func withoutATokenNoRequestorGetsConfigured() async {
@@ -131,8 +131,8 @@ import UpstreamHTTP
     let harness = Harness(configuration: configuration)
     let answer = await harness.preauthorize(["r1"])
     #expect(answer.statusCode == "requestor_not_configured")
-    #expect(answer["status"]?["action"] == "retry")
-    #expect(answer["status"]?["message"]?.stringValue?.contains("pass.softwareStatement") == true)
+    #expect(answer.failure?.action == .retry)
+    #expect(answer.failure?.message.contains("pass.softwareStatement") == true)
     #expect(harness.fake.count("register") == 0)
 }
 

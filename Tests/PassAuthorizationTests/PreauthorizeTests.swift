@@ -33,12 +33,12 @@ import UpstreamHTTP
 @Test func unknownRequestorIsNotConfiguredOnThisBox() async {
     let harness = Harness()
     let answer = await harness.preauthorize(["r1"], requestor: "hbo")
-    #expect(answer["outcome"] == "failure")
-    #expect(answer["resources"] == [])
-    #expect(answer["status"]?["status"] == 0)
+    #expect(answer.outcome == "failure")
+    #expect(answer.resourceIDs == [])
+    #expect(answer.failure != nil, "an agent-side failure: status 0")
     #expect(answer.statusCode == "requestor_not_configured")
-    #expect(answer["status"]?["action"] == "retry")
-    #expect(answer["status"]?["message"]?.stringValue?.contains("not configured on this box") == true)
+    #expect(answer.failure?.action == .retry)
+    #expect(answer.failure?.message.contains("not configured on this box") == true)
     #expect(harness.fake.requests.isEmpty)
 }
 
@@ -50,10 +50,10 @@ import UpstreamHTTP
         .respond(FakePass.json(500, FakePass.adobeError(500, "internal_server_error")))
     )
     let first = await harness.preauthorize(["r1"])
-    #expect(first["outcome"] == "failure")
+    #expect(first.outcome == "failure")
     #expect(first.statusCode == "requestor_not_configured")
-    #expect(first["status"]?["action"] == "retry")
-    #expect(first["status"]?["message"]?.stringValue?.contains("internal_server_error") == true)
+    #expect(first.failure?.action == .retry)
+    #expect(first.failure?.message.contains("internal_server_error") == true)
     // Asked again at once: no new attempt (at most one per 2 s from apps), same answer.
     #expect(await harness.preauthorize(["r1"]).statusCode == "requestor_not_configured")
     #expect(harness.fake.count("configuration") == 1)
@@ -65,16 +65,12 @@ import UpstreamHTTP
 @Test func noProfileAnswersAuthenticationSessionMissing() async {
     let harness = Harness()
     let answer = await harness.preauthorize(["r1"])
-    let expected: JSONValue = [
-        "outcome": "failure", "resources": [],
-        "status": [
-            "status": 0, "code": "authentication_session_missing",
-            "message":
-                "The authentication session associated with this request could not be retrieved. The user must re-authenticate with a supported MVPD in order to continue.",
-            "action": "authentication",
-        ],
-    ]
-    #expect(answer == expected)
+    #expect(answer.failure?.code == .authenticationSessionMissing)
+    #expect(
+        answer.failure?.message
+            == "The authentication session associated with this request could not be retrieved. The user must re-authenticate with a supported MVPD in order to continue."
+    )
+    #expect(answer.failure?.action == .authentication)
     // Within the recheck interval the answer comes from memory.
     _ = await harness.preauthorize(["r1"])
     #expect(harness.fake.count("profiles") == 1)
@@ -91,10 +87,10 @@ import UpstreamHTTP
     let harness = Harness()
     harness.fake.login("espn", notAfter: harness.clock.epochMilliseconds() - 1000)
     let answer = await harness.preauthorize(["r1"])
-    #expect(answer["outcome"] == "failure")
+    #expect(answer.outcome == "failure")
     #expect(answer.statusCode == "authentication_session_expired")
-    #expect(answer["status"]?["action"] == "authentication")
-    #expect(answer["status"]?["status"] == 0)
+    #expect(answer.failure?.action == .authentication)
+    #expect(answer.failure != nil, "an agent-side failure: status 0")
 }
 
 @Test func heldProfileExpiringDropsItsDecisions() async {
@@ -136,22 +132,11 @@ import UpstreamHTTP
     harness.fake.decide("r2", authorized: false, error: error)
     harness.fake.decide("r3", authorized: false)
     let answer = await harness.preauthorize(["r1", "r2", "r3"])
-    let expected: JSONValue = [
-        "outcome": "response",
-        "resources": [
-            ["id": "r1", "authorized": true],
-            [
-                "id": "r2", "authorized": false,
-                "error": [
-                    "status": 403, "code": "preauthorization_denied_by_mvpd", "message": "The MVPD said no.",
-                    "details": "Package missing.", "helpUrl": "https://example.com/help", "trace": "abc-123",
-                    "action": "none",
-                ],
-            ],
-            ["id": "r3", "authorized": false],
-        ],
-    ]
-    #expect(answer == expected)
+    #expect(answer.outcome == "response")
+    #expect(answer.resourceIDs == ["r1", "r2", "r3"])
+    #expect(answer.decisions.map(\.authorized) == [true, false, false])
+    #expect(answer.decisions.map { $0.error == nil } == [true, false, true])
+    #expect(answer.decisions.dropFirst().first?.error?.fields == error)
     let event = harness.events.bodies("auth.decisions").last
     #expect(event?["permitted"] == 1)
     #expect(event?["denied"] == 2)
@@ -169,7 +154,7 @@ import UpstreamHTTP
     )
     let answer = await harness.preauthorize(["r1"])
     #expect(
-        answer["resources"]?.arrayValue?.first?["error"] == ["code": "network_connection_timeout", "action": "retry"]
+        answer.decisions.first?.error?.fields == ["code": "network_connection_timeout", "action": "retry"]
     )
 }
 
@@ -190,14 +175,14 @@ import UpstreamHTTP
         )
     )
     let answer = await harness.preauthorize(["r1"])
-    let expected: JSONValue = [
-        "outcome": "response", "resources": [],
-        "status": [
+    #expect(answer.outcome == "response")
+    #expect(answer.resourceIDs == [])
+    #expect(
+        answer.adobeStatus?.fields == [
             "status": 400, "code": "bad_request", "message": "The request is invalid.", "helpUrl": "https://h",
             "trace": "t-1", "action": "none",
-        ],
-    ]
-    #expect(answer == expected)
+        ]
+    )
     let errors = harness.events.bodies("upstream.error")
     #expect(errors.contains { $0["operation"] == "preauthorize" && $0["status"] == 400 && $0["code"] == "bad_request" })
     #expect(errors.allSatisfy { $0["service"] == "pass" })
@@ -214,11 +199,11 @@ import UpstreamHTTP
     )
     for _ in 0..<2 {
         let answer = await harness.preauthorize(["r1"])
-        #expect(answer["outcome"] == "failure")
-        #expect(answer["resources"] == [])
-        #expect(answer["status"]?["status"] == 0)
+        #expect(answer.outcome == "failure")
+        #expect(answer.resourceIDs == [])
+        #expect(answer.failure != nil, "an agent-side failure: status 0")
         #expect(answer.statusCode == "network_error")
-        #expect(answer["status"]?["action"] == "none")
+        #expect(answer.failure?.action == ErrorAction.none)
     }
     #expect(harness.events.bodies("upstream.error").filter { $0["code"] == "network_error" }.count == 2)
 }
@@ -245,9 +230,9 @@ import UpstreamHTTP
     )
     for _ in 0..<3 {
         let answer = await harness.preauthorize(["r1"])
-        #expect(answer["outcome"] == "failure")
+        #expect(answer.outcome == "failure")
         #expect(answer.statusCode == "server_response_format_unknown")
-        #expect(answer["status"]?["action"] == "none")
+        #expect(answer.failure?.action == ErrorAction.none)
     }
 }
 
@@ -257,9 +242,9 @@ import UpstreamHTTP
     let resources = (1...12).map { "res-\($0)" }
     harness.fake.decide("res-7", authorized: false)
     let answer = await harness.preauthorize(resources)
-    #expect(answer["outcome"] == "response")
+    #expect(answer.outcome == "response")
     #expect(answer.resourceIDs == resources)
-    #expect(answer["resources"]?.arrayValue?[6]["authorized"] == false)
+    #expect(answer.decisions.dropFirst(6).first?.authorized == false)
     let calls = harness.fake.requests("preauthorize")
     #expect(calls.count == 3)
     let sent = calls.compactMap { $0.jsonBody?["resources"]?.arrayValue?.count }.sorted()
@@ -272,7 +257,7 @@ import UpstreamHTTP
     harness.fake.decide("b", authorized: false)
     let answer = await harness.preauthorize(["a", "b", "a"])
     #expect(answer.resourceIDs == ["a", "b", "a"])
-    #expect(answer["resources"]?.arrayValue?.map { $0["authorized"] } == [true, false, true])
+    #expect(answer.decisions.map(\.authorized) == [true, false, true])
     #expect(harness.fake.requests("preauthorize").first?.jsonBody == ["resources": ["a", "b"]])
 }
 
@@ -319,7 +304,7 @@ import UpstreamHTTP
     _ = await harness.preauthorize(["r1"])
     harness.fake.decide("r1", authorized: false)
     let answer = await harness.preauthorize(["r1"], disabled: [.localCache])
-    #expect(answer["resources"]?.arrayValue?.first?["authorized"] == false)
+    #expect(answer.decisions.first?.authorized == false)
     #expect(harness.fake.count("preauthorize") == 2)
     #expect(harness.cached(["r1"]) == nil, "the fresh denial replaced the cached permit")
     harness.fake.decide("r1", authorized: true)
@@ -361,7 +346,7 @@ import UpstreamHTTP
         )
     )
     let answer = await harness.preauthorize(["r2"])
-    #expect(answer["outcome"] == "response")
+    #expect(answer.outcome == "response")
     #expect(answer.statusCode == "authenticated_profile_missing")
     #expect(harness.cached(["r1"]) == nil)
     #expect(harness.events.bodies("auth.session").last?["state"] == "missing")

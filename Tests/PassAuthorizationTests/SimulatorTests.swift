@@ -185,13 +185,14 @@ struct SimulatorTests {
                     disabledFeatures: [.remoteCache]
                 )
             )
-            #expect(answer["outcome"] == "response")
-            let resources = try #require(answer["resources"]?.arrayValue)
+            #expect(answer.outcome == "response")
+            let resources = answer.decisions
             #expect(resources.count == 2)
-            #expect(resources[0] == ["id": "free", "authorized": true])
-            #expect(resources[1]["id"] == "premium")
-            #expect(resources[1]["authorized"] == false)
-            let error = try #require(resources[1]["error"]?.objectValue)
+            #expect(resources.first == ResourceDecision(resource: "free", authorized: true, error: nil))
+            let premium = try #require(resources.dropFirst().first)
+            #expect(premium.resource == "premium")
+            #expect(premium.authorized == false)
+            let error = try #require(premium.error?.fields)
             #expect(error["status"] == 403)
             #expect(error["code"] == "preauthorization_denied_by_mvpd")
             #expect(error["action"] == "none")
@@ -234,7 +235,7 @@ struct SimulatorTests {
                 let answer = await app.wait(within: .seconds(60))
                 #expect(
                     answer == permits(["movie-\(index % 12)", "channel-\(index % 3)"]),
-                    "app \(index): \(answer?.text ?? "no answer")"
+                    "app \(index): \(answer.map { "\($0)" } ?? "no answer")"
                 )
             }
             let state = try await simulator.control("GET", "/_sim/pass/state")

@@ -94,7 +94,7 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     _ = await harness.preauthorize(["r0"])
     harness.fake.script("preauthorize", .respond(throttled(retryAfter: "60")))
     let answer = await harness.preauthorize(["r1"])
-    #expect(answer["outcome"] == "failure")
+    #expect(answer.outcome == "failure")
     #expect(answer.statusCode == "network_error")
     // The next command does not hit Adobe while the Retry-After lasts: it is answered without a call.
     let calls = harness.fake.count("preauthorize")

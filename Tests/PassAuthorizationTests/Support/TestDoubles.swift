@@ -377,24 +377,41 @@ struct Harness {
         _ resources: [String],
         requestor: String = "espn",
         disabled: Set<PreauthorizeFeature> = []
-    ) async -> JSONValue {
+    ) async -> PreauthorizeAnswer {
         await preauthorizer.preauthorize(
             PreauthorizeCommand(requestor: requestor, resources: resources, disabledFeatures: disabled)
         )
     }
 
-    func cached(_ resources: [String], requestor: String = "espn") -> JSONValue? {
+    func cached(_ resources: [String], requestor: String = "espn") -> PreauthorizeAnswer? {
         preauthorizer.cachedResponse(for: PreauthorizeCommand(requestor: requestor, resources: resources))
     }
 }
 
 extension JSONValue {
-    /// `status.code` of a PreauthorizeResponse.
-    var statusCode: String? { self["status"]?["code"]?.stringValue }
-
-    var resourceIDs: [String] { self["resources"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [] }
-
     var text: String { JSONWriter.string(self) }
+}
+
+extension PreauthorizeAnswer {
+    /// The decisions, in request order; none for an Adobe error or a failure.
+    var decisions: [ResourceDecision] {
+        if case .decisions(let decisions) = self { return decisions }
+        return []
+    }
+
+    var resourceIDs: [String] { decisions.map(\.resource) }
+
+    /// The top-level Adobe Pass error, if the answer is one.
+    var adobeStatus: AdobeStatus? {
+        if case .adobeError(let status) = self { return status }
+        return nil
+    }
+
+    /// Why the agent could not service the request, if it could not.
+    var failure: PassFailure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
 }
 
 extension HTTPRequest {
@@ -405,9 +422,9 @@ extension HTTPRequest {
     var jsonBody: JSONValue? { try? JSONReader.read(body) }
 }
 
-/// A PreauthorizeResponse of all permits.
-func permits(_ resources: [String]) -> JSONValue {
-    ["outcome": "response", "resources": .array(resources.map { ["id": .string($0), "authorized": true] })]
+/// An answer of all permits.
+func permits(_ resources: [String]) -> PreauthorizeAnswer {
+    .decisions(resources.map { ResourceDecision(resource: $0, authorized: true, error: nil) })
 }
 
 /// A thread-safe count.

@@ -1,0 +1,129 @@
+import Logging
+import PreflightProtocol
+import Synchronization
+
+extension Preauthorizer {
+    // MARK: Authentication session
+
+    /// The requestor's current profile: from memory while before its `notAfter`; missing or expired
+    /// from memory for `sessionRecheckInterval` after a lookup found so; otherwise from
+    /// `GET /profiles` (shared by concurrent askers).
+    func session(
+        for requestor: String,
+        deadline: ContinuousClock.Instant
+    ) async -> UpstreamResult<AuthenticatedProfile> {
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        let known: UpstreamResult<AuthenticatedProfile>? = state.withLock { state in
+            guard let requestorState = state.requestors[requestor] else {
+                return .failure(.requestorNotOnThisBox(requestor))
+            }
+            let recheck = state.configuration.sessionRecheckInterval
+            switch requestorState.session {
+            case .authenticated(let profile) where profile.isValid(atEpochMilliseconds: epoch):
+                return .success(profile)
+            case .missing(let checkedAt) where now - checkedAt < recheck:
+                return .failure(.authenticationSessionMissing)
+            case .expired(_, let checkedAt) where now - checkedAt < recheck:
+                return .failure(.authenticationSessionExpired)
+            default:
+                return nil
+            }
+        }
+        if let known { return known }
+        return await sessions.run(requestor) { [self] in
+            switch await upstream.fetchProfiles(requestor, deadline: deadline) {
+            case .success(let profiles): return applyProfiles(profiles, requestor: requestor)
+            case .adobeError(let status): return .adobeError(status)
+            case .failure(let failure): return .failure(failure)
+            }
+        }
+    }
+
+    /// Takes the profiles Adobe listed as the requestor's session: the valid one with the latest
+    /// `notAfter`; else expired (a listed profile, or the one we held, is past `notAfter`) or missing.
+    /// Decisions go whenever the profile changes or goes.
+    private func applyProfiles(
+        _ profiles: [AuthenticatedProfile],
+        requestor: String
+    ) -> UpstreamResult<AuthenticatedProfile> {
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        let valid = profiles.filter { $0.isValid(atEpochMilliseconds: epoch) }.max { $0.notAfter < $1.notAfter }
+        let (result, event): (UpstreamResult<AuthenticatedProfile>, JSONObject?) = state.withLock { state in
+            guard let previous = state.requestors[requestor]?.session else {
+                return (.failure(.requestorNotOnThisBox(requestor)), nil)
+            }
+            let next: SessionState
+            let result: UpstreamResult<AuthenticatedProfile>
+            if let valid {
+                next = .authenticated(valid)
+                result = .success(valid)
+            } else {
+                var expiredMvpd: String??
+                if let lapsed = profiles.max(by: { $0.notAfter < $1.notAfter }) {
+                    expiredMvpd = .some(lapsed.mvpd)
+                } else if case .authenticated(let held) = previous, !held.isValid(atEpochMilliseconds: epoch) {
+                    expiredMvpd = .some(held.mvpd)
+                } else if case .expired(let mvpd, _) = previous {
+                    expiredMvpd = .some(mvpd)
+                }
+                if let expiredMvpd {
+                    next = .expired(mvpd: expiredMvpd, checkedAt: now)
+                    result = .failure(.authenticationSessionExpired)
+                } else {
+                    next = .missing(checkedAt: now)
+                    result = .failure(.authenticationSessionMissing)
+                }
+            }
+            if case .authenticated(let held) = previous, next != .authenticated(held) {
+                state.cache.drop(requestor: requestor)
+            }
+            state.requestors[requestor]?.session = next
+            return (result, Self.sessionEvent(requestor: requestor, from: previous, to: next))
+        }
+        if let event { publish("auth.session", event) }
+        return result
+    }
+
+    /// Adobe said the profile is gone (`authenticated_profile_missing`, `_invalidated`, `_expired`,
+    /// top level or per decision): forget the profile and its decisions.
+    func noteSessionProblem(_ code: String, requestor: String, profile: AuthenticatedProfile) {
+        guard code.hasPrefix("authenticated_profile_") else { return }
+        let now = clock.now()
+        let next: SessionState =
+            code == "authenticated_profile_expired"
+            ? .expired(mvpd: profile.mvpd, checkedAt: now) : .missing(checkedAt: now)
+        let event: JSONObject? = state.withLock { state in
+            guard let previous = state.requestors[requestor]?.session, previous == .authenticated(profile) else {
+                return nil
+            }
+            state.requestors[requestor]?.session = next
+            state.cache.drop(requestor: requestor)
+            return Self.sessionEvent(requestor: requestor, from: previous, to: next)
+        }
+        if let event { publish("auth.session", event) }
+    }
+
+    private static func sessionEvent(
+        requestor: String,
+        from previous: SessionState,
+        to next: SessionState
+    ) -> JSONObject? {
+        var body: JSONObject = ["requestor": .string(requestor), "state": .string(next.name)]
+        switch next {
+        case .unknown:
+            return nil
+        case .authenticated(let profile):
+            if previous == next { return nil }
+            body["mvpd"] = .string(profile.mvpd)
+            body["notAfter"] = .integer(profile.notAfter)
+        case .missing:
+            if case .missing = previous { return nil }
+        case .expired(let mvpd, _):
+            if case .expired = previous { return nil }
+            if let mvpd { body["mvpd"] = .string(mvpd) }
+        }
+        return body
+    }
+}
