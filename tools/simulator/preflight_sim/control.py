@@ -8,9 +8,9 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from preflight_sim import VERSION, pass_, target
+from preflight_sim.clock import ClockError
 from preflight_sim.exchange import Request, Response
 from preflight_sim.faults import FaultError
-from preflight_sim.reqlog import now_ms
 
 
 class ControlError(Exception):
@@ -50,6 +50,15 @@ def _int_field(doc: dict, key: str, minimum: int | None = None) -> int | None:
     if minimum is not None and value < minimum:
         raise ControlError(400, f"{key} must be >= {minimum}")
     return int(value)
+
+
+def _whole_number(doc: dict, key: str) -> int:
+    value = doc[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ControlError(400, f"{key} must be an integer (milliseconds)")
+    return value
 
 
 def _str_field(doc: dict, key: str, required: bool = False) -> str | None:
@@ -115,6 +124,34 @@ def get_connections(sim, req: Request, m) -> Response:
 
 def post_close_idle(sim, req: Request, m) -> Response:
     return _ok({"closed": sim.connections.close_idle()})
+
+
+# clock ----------------------------------------------------------------------------------------
+
+CLOCK_FIELDS = ("offsetMs", "now")
+
+
+def get_clock(sim, req: Request, m) -> Response:
+    return _ok(sim.clock.describe())
+
+
+def put_clock(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    unknown = set(doc) - set(CLOCK_FIELDS)
+    if unknown:
+        raise ControlError(400, f"unknown clock fields: {', '.join(sorted(unknown))} (use offsetMs or now)")
+    given = [key for key in CLOCK_FIELDS if key in doc]
+    if len(given) != 1:
+        raise ControlError(400, "give exactly one of offsetMs (added to the machine's clock) or now (epoch ms)")
+    value = _whole_number(doc, given[0])
+    try:
+        if given[0] == "offsetMs":
+            sim.clock.set_offset(value)
+        else:
+            sim.clock.set_now(value)
+    except ClockError as exc:
+        raise ControlError(400, str(exc)) from None
+    return _ok(sim.clock.describe())
 
 
 # faults ---------------------------------------------------------------------------------------
@@ -205,7 +242,7 @@ def post_login(sim, req: Request, m) -> Response:
     doc = _object(req)
     sp = _str_field(doc, "serviceProvider", required=True)
     mvpd = _str_field(doc, "mvpd", required=True)
-    now = int(now_ms())
+    now = int(sim.clock.now_ms())
     not_after = _int_field(doc, "notAfter")
     ttl = _int_field(doc, "ttlSeconds", 1)
     if not_after is None:
@@ -339,7 +376,7 @@ def post_service_provider(sim, req: Request, m) -> Response:
 
 
 def get_pass_state(sim, req: Request, m) -> Response:
-    return _ok(sim.pass_.describe())
+    return _ok(sim.pass_.describe(sim.clock.now_ms()))
 
 
 # routing --------------------------------------------------------------------------------------
@@ -357,6 +394,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/_sim/reset", post_reset),
     ("GET", r"/_sim/connections", get_connections),
     ("POST", r"/_sim/connections/close-idle", post_close_idle),
+    ("GET", r"/_sim/clock", get_clock),
+    ("PUT", r"/_sim/clock", put_clock),
     ("GET", r"/_sim/faults", get_faults),
     ("POST", r"/_sim/faults", post_fault),
     ("DELETE", r"/_sim/faults", delete_faults),

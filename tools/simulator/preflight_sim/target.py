@@ -19,7 +19,6 @@ from typing import Any
 
 from preflight_sim.exchange import Request, Response
 from preflight_sim.outcome import Outcome
-from preflight_sim.reqlog import now_ms
 
 OPERATION_TEMPLATE = "/rest/v1/delivery"
 EDGE_HOST = "mboxedge35.tt.omtrdc.net"
@@ -323,7 +322,7 @@ def _mbox_entries(state: TargetState, mboxes: Any, prefetch: bool) -> list[dict]
     return out
 
 
-def _record_notifications(state: TargetState, seq: int, notifications: list) -> list[dict]:
+def _record_notifications(state: TargetState, seq: int, notifications: list, now: float) -> list[dict]:
     acknowledged = []
     for note in notifications:
         mbox = note.get("mbox") if isinstance(note.get("mbox"), dict) else {}
@@ -348,7 +347,7 @@ def _record_notifications(state: TargetState, seq: int, notifications: list) -> 
             "address": note.get("address"),
             "view": note.get("view"),
             "pageLoad": note.get("pageLoad"),
-            "receivedAt": now_ms(),
+            "receivedAt": now,
         }
         state.notifications.append(record)
         acknowledged.append({"id": note.get("id")})
@@ -402,7 +401,8 @@ def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
                 out["mboxes"] = _mbox_entries(state, prefetch["mboxes"], prefetch=True)
             document["prefetch"] = out
         if isinstance(body.get("notifications"), list):
-            document["notifications"] = _record_notifications(state, seq, body["notifications"])
+            document["notifications"] = _record_notifications(state, seq, body["notifications"],
+                                                               sim.clock.now_ms())
     return Outcome(Response.json(200, document), advisories)
 
 
