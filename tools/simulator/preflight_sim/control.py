@@ -61,6 +61,21 @@ def _whole_number(doc: dict, key: str) -> int:
     return value
 
 
+def _str_list(doc: dict, key: str) -> list[str]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise ControlError(400, f"{key} must be a list of non-empty strings")
+    return value
+
+
+def _known_fields(doc: dict, fields: tuple[str, ...], what: str) -> None:
+    unknown = set(doc) - set(fields)
+    if unknown:
+        raise ControlError(400, f"unknown {what} fields: {', '.join(sorted(unknown))} (use {', '.join(fields)})")
+
+
 def _str_field(doc: dict, key: str, required: bool = False) -> str | None:
     value = doc.get(key)
     if value is None:
@@ -137,9 +152,7 @@ def get_clock(sim, req: Request, m) -> Response:
 
 def put_clock(sim, req: Request, m) -> Response:
     doc = _object(req)
-    unknown = set(doc) - set(CLOCK_FIELDS)
-    if unknown:
-        raise ControlError(400, f"unknown clock fields: {', '.join(sorted(unknown))} (use offsetMs or now)")
+    _known_fields(doc, CLOCK_FIELDS, "clock")
     given = [key for key in CLOCK_FIELDS if key in doc]
     if len(given) != 1:
         raise ControlError(400, "give exactly one of offsetMs (added to the machine's clock) or now (epoch ms)")
@@ -228,6 +241,68 @@ def put_edge_host(sim, req: Request, m) -> Response:
 
 def get_edge_host(sim, req: Request, m) -> Response:
     return _ok({"edgeHost": sim.edge_host})
+
+
+NOTIFICATION_RULE_FIELDS = ("maxAgeMs", "maxFutureMs")
+
+
+def get_notification_rules(sim, req: Request, m) -> Response:
+    return _ok(sim.target.notification_rules())
+
+
+def put_notification_rules(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    _known_fields(doc, NOTIFICATION_RULE_FIELDS, "notification rule")
+    if not doc:
+        raise ControlError(400, "give maxAgeMs and/or maxFutureMs")
+    max_age = _int_field(doc, "maxAgeMs", 0)
+    max_future = _int_field(doc, "maxFutureMs", 0)
+    state = sim.target
+    with state.lock:
+        if max_age is not None:
+            state.max_age_ms = max_age
+        if max_future is not None:
+            state.max_future_ms = max_future
+    return _ok(state.notification_rules())
+
+
+def _revoked(state) -> Response:
+    with state.lock:
+        return _ok({"count": len(state.revoked_tokens), "tokens": sorted(state.revoked_tokens)})
+
+
+def get_revoked_tokens(sim, req: Request, m) -> Response:
+    return _revoked(sim.target)
+
+
+def put_revoked_tokens(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    _known_fields(doc, ("tokens", "mboxes", "replace"), "revoked-token")
+    tokens, mboxes = _str_list(doc, "tokens"), _str_list(doc, "mboxes")
+    replace = doc.get("replace", True)
+    if not isinstance(replace, bool):
+        raise ControlError(400, "replace must be a boolean")
+    state = sim.target
+    with state.lock:
+        revoked = set(tokens)
+        for name in mboxes:
+            issued = state.tokens_for(name)
+            if not issued:
+                raise ControlError(400, f"mbox {name!r} has no offer and no token issued: nothing to revoke")
+            revoked |= issued
+        if replace:
+            state.revoked_tokens = revoked
+        else:
+            state.revoked_tokens |= revoked
+    return _revoked(state)
+
+
+def delete_revoked_tokens(sim, req: Request, m) -> Response:
+    state = sim.target
+    with state.lock:
+        cleared = len(state.revoked_tokens)
+        state.revoked_tokens = set()
+    return _ok({"cleared": cleared})
 
 
 def get_notifications(sim, req: Request, m) -> Response:
@@ -405,6 +480,11 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("PUT", r"/_sim/target/offers/(?P<name>[^/]+)", put_offer),
     ("DELETE", r"/_sim/target/offers/(?P<name>[^/]+)", delete_offer),
     ("GET", r"/_sim/target/notifications", get_notifications),
+    ("GET", r"/_sim/target/notificationRules", get_notification_rules),
+    ("PUT", r"/_sim/target/notificationRules", put_notification_rules),
+    ("GET", r"/_sim/target/revokedTokens", get_revoked_tokens),
+    ("PUT", r"/_sim/target/revokedTokens", put_revoked_tokens),
+    ("DELETE", r"/_sim/target/revokedTokens", delete_revoked_tokens),
     ("GET", r"/_sim/target/edgeHost", get_edge_host),
     ("PUT", r"/_sim/target/edgeHost", put_edge_host),
     ("POST", r"/_sim/pass/login", post_login),

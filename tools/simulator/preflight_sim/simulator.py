@@ -155,6 +155,7 @@ class Simulator:
             "tokensIssued": pass_stats["tokensIssued"],
             "rateLimited": pass_stats["rateLimited"],
             "notifications": target_stats["notifications"],
+            "notificationRefusals": target_stats["refusedRequests"],
             "prefetched": target_stats["prefetched"],
             "executed": target_stats["executed"],
             "violations": counts["violations"],
