@@ -39,7 +39,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="folder with target-delivery/ and adobe-pass/ (default: <repo>/../shared/specs)")
     parser.add_argument("--offers", type=Path, default=None, help="JSON file of Target offers per mbox")
     parser.add_argument("--edge-host", default=target.EDGE_HOST,
-                        help=f"edgeHost Target responses name (default {target.EDGE_HOST})")
+                        help=f"edgeHost Target responses name, any string, served as given "
+                             f"(default {target.EDGE_HOST})")
     parser.add_argument("--clock-offset-ms", type=int, default=0,
                         help="the simulator's time is the machine's plus this many ms (negative: behind; default 0)")
     parser.add_argument("--port-file", type=Path, default=None, help="write the listening port here once ready")

@@ -235,7 +235,16 @@ def delete_offer(sim, req: Request, m) -> Response:
 
 
 def put_edge_host(sim, req: Request, m) -> Response:
-    sim.edge_host = _str_field(_object(req), "edgeHost", required=True)
+    """Any string is served as given (a scheme, a port, a path, a user part, an empty or unresolvable name:
+    what an agent must refuse or survive); null answers without `edgeHost`, which the spec allows."""
+    doc = _object(req)
+    _known_fields(doc, ("edgeHost",), "edgeHost")
+    if "edgeHost" not in doc:
+        raise ControlError(400, "edgeHost is required: a string (any) or null (answer without edgeHost)")
+    value = doc["edgeHost"]
+    if value is not None and not isinstance(value, str):
+        raise ControlError(400, "edgeHost must be a string or null (the spec types it as a string)")
+    sim.edge_host = value
     return _ok({"edgeHost": sim.edge_host})
 
 

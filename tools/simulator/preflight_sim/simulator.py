@@ -112,7 +112,7 @@ class Simulator:
     """Everything a request handler needs; `reset()` returns it to the state it started in."""
 
     def __init__(self, specs: SpecSet, offers: dict[str, dict], quiet: bool = False, offers_source: str | None = None,
-                 edge_host: str = target.EDGE_HOST, clock_offset_ms: int = 0):
+                 edge_host: str | None = target.EDGE_HOST, clock_offset_ms: int = 0):
         self.specs = specs
         self.initial_clock_offset_ms = clock_offset_ms
         self.clock = Clock(clock_offset_ms)

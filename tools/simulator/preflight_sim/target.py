@@ -472,8 +472,9 @@ def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, adviso
         "requestId": body.get("requestId") or str(uuid.uuid4()),
         "client": client,
         "id": visitor,
-        "edgeHost": sim.edge_host,
     }
+    if sim.edge_host is not None:
+        document["edgeHost"] = sim.edge_host
     execute = body.get("execute")
     if isinstance(execute, dict):
         out: dict[str, Any] = {}
