@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from preflight_sim import VERSION, target
+from preflight_sim.clock import ClockError
 from preflight_sim.server import SimServer
 from preflight_sim.simulator import Simulator
 from preflight_sim.validation import SpecError, SpecSet
@@ -38,7 +39,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="folder with target-delivery/ and adobe-pass/ (default: <repo>/../shared/specs)")
     parser.add_argument("--offers", type=Path, default=None, help="JSON file of Target offers per mbox")
     parser.add_argument("--edge-host", default=target.EDGE_HOST,
-                        help=f"edgeHost Target responses name (default {target.EDGE_HOST})")
+                        help=f"edgeHost Target responses name, any string, served as given "
+                             f"(default {target.EDGE_HOST})")
+    parser.add_argument("--clock-offset-ms", type=int, default=0,
+                        help="the simulator's time is the machine's plus this many ms (negative: behind; default 0)")
     parser.add_argument("--port-file", type=Path, default=None, help="write the listening port here once ready")
     parser.add_argument("--quiet", action="store_true", help="no per-request log lines on stderr")
     parser.add_argument("--tls-cert", type=Path, default=None,
@@ -128,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         log.write(f"preflight-sim: offers from {args.offers or 'built-in defaults'} are invalid: {problems[0]}\n")
         return 2
 
-    sim = Simulator(specs, offers, quiet=args.quiet, offers_source=str(args.offers) if args.offers else None,
-                    edge_host=args.edge_host)
+    try:
+        sim = Simulator(specs, offers, quiet=args.quiet, offers_source=str(args.offers) if args.offers else None,
+                        edge_host=args.edge_host, clock_offset_ms=args.clock_offset_ms)
+    except ClockError as exc:
+        log.write(f"preflight-sim: --clock-offset-ms: {exc}\n")
+        return 2
     try:
         server = SimServer((host, args.port), sim, family)
     except OSError as exc:

@@ -8,9 +8,9 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from preflight_sim import VERSION, pass_, target
+from preflight_sim.clock import ClockError
 from preflight_sim.exchange import Request, Response
 from preflight_sim.faults import FaultError
-from preflight_sim.reqlog import now_ms
 
 
 class ControlError(Exception):
@@ -50,6 +50,30 @@ def _int_field(doc: dict, key: str, minimum: int | None = None) -> int | None:
     if minimum is not None and value < minimum:
         raise ControlError(400, f"{key} must be >= {minimum}")
     return int(value)
+
+
+def _whole_number(doc: dict, key: str) -> int:
+    value = doc[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ControlError(400, f"{key} must be an integer (milliseconds)")
+    return value
+
+
+def _str_list(doc: dict, key: str) -> list[str]:
+    value = doc.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise ControlError(400, f"{key} must be a list of non-empty strings")
+    return value
+
+
+def _known_fields(doc: dict, fields: tuple[str, ...], what: str) -> None:
+    unknown = set(doc) - set(fields)
+    if unknown:
+        raise ControlError(400, f"unknown {what} fields: {', '.join(sorted(unknown))} (use {', '.join(fields)})")
 
 
 def _str_field(doc: dict, key: str, required: bool = False) -> str | None:
@@ -115,6 +139,32 @@ def get_connections(sim, req: Request, m) -> Response:
 
 def post_close_idle(sim, req: Request, m) -> Response:
     return _ok({"closed": sim.connections.close_idle()})
+
+
+# clock ----------------------------------------------------------------------------------------
+
+CLOCK_FIELDS = ("offsetMs", "now")
+
+
+def get_clock(sim, req: Request, m) -> Response:
+    return _ok(sim.clock.describe())
+
+
+def put_clock(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    _known_fields(doc, CLOCK_FIELDS, "clock")
+    given = [key for key in CLOCK_FIELDS if key in doc]
+    if len(given) != 1:
+        raise ControlError(400, "give exactly one of offsetMs (added to the machine's clock) or now (epoch ms)")
+    value = _whole_number(doc, given[0])
+    try:
+        if given[0] == "offsetMs":
+            sim.clock.set_offset(value)
+        else:
+            sim.clock.set_now(value)
+    except ClockError as exc:
+        raise ControlError(400, str(exc)) from None
+    return _ok(sim.clock.describe())
 
 
 # faults ---------------------------------------------------------------------------------------
@@ -185,12 +235,83 @@ def delete_offer(sim, req: Request, m) -> Response:
 
 
 def put_edge_host(sim, req: Request, m) -> Response:
-    sim.edge_host = _str_field(_object(req), "edgeHost", required=True)
+    """Any string is served as given (a scheme, a port, a path, a user part, an empty or unresolvable name:
+    what an agent must refuse or survive); null answers without `edgeHost`, which the spec allows."""
+    doc = _object(req)
+    _known_fields(doc, ("edgeHost",), "edgeHost")
+    if "edgeHost" not in doc:
+        raise ControlError(400, "edgeHost is required: a string (any) or null (answer without edgeHost)")
+    value = doc["edgeHost"]
+    if value is not None and not isinstance(value, str):
+        raise ControlError(400, "edgeHost must be a string or null (the spec types it as a string)")
+    sim.edge_host = value
     return _ok({"edgeHost": sim.edge_host})
 
 
 def get_edge_host(sim, req: Request, m) -> Response:
     return _ok({"edgeHost": sim.edge_host})
+
+
+NOTIFICATION_RULE_FIELDS = ("maxAgeMs", "maxFutureMs")
+
+
+def get_notification_rules(sim, req: Request, m) -> Response:
+    return _ok(sim.target.notification_rules())
+
+
+def put_notification_rules(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    _known_fields(doc, NOTIFICATION_RULE_FIELDS, "notification rule")
+    if not doc:
+        raise ControlError(400, "give maxAgeMs and/or maxFutureMs")
+    max_age = _int_field(doc, "maxAgeMs", 0)
+    max_future = _int_field(doc, "maxFutureMs", 0)
+    state = sim.target
+    with state.lock:
+        if max_age is not None:
+            state.max_age_ms = max_age
+        if max_future is not None:
+            state.max_future_ms = max_future
+    return _ok(state.notification_rules())
+
+
+def _revoked(state) -> Response:
+    with state.lock:
+        return _ok({"count": len(state.revoked_tokens), "tokens": sorted(state.revoked_tokens)})
+
+
+def get_revoked_tokens(sim, req: Request, m) -> Response:
+    return _revoked(sim.target)
+
+
+def put_revoked_tokens(sim, req: Request, m) -> Response:
+    doc = _object(req)
+    _known_fields(doc, ("tokens", "mboxes", "replace"), "revoked-token")
+    tokens, mboxes = _str_list(doc, "tokens"), _str_list(doc, "mboxes")
+    replace = doc.get("replace", True)
+    if not isinstance(replace, bool):
+        raise ControlError(400, "replace must be a boolean")
+    state = sim.target
+    with state.lock:
+        revoked = set(tokens)
+        for name in mboxes:
+            issued = state.tokens_for(name)
+            if not issued:
+                raise ControlError(400, f"mbox {name!r} has no offer and no token issued: nothing to revoke")
+            revoked |= issued
+        if replace:
+            state.revoked_tokens = revoked
+        else:
+            state.revoked_tokens |= revoked
+    return _revoked(state)
+
+
+def delete_revoked_tokens(sim, req: Request, m) -> Response:
+    state = sim.target
+    with state.lock:
+        cleared = len(state.revoked_tokens)
+        state.revoked_tokens = set()
+    return _ok({"cleared": cleared})
 
 
 def get_notifications(sim, req: Request, m) -> Response:
@@ -205,7 +326,7 @@ def post_login(sim, req: Request, m) -> Response:
     doc = _object(req)
     sp = _str_field(doc, "serviceProvider", required=True)
     mvpd = _str_field(doc, "mvpd", required=True)
-    now = int(now_ms())
+    now = int(sim.clock.now_ms())
     not_after = _int_field(doc, "notAfter")
     ttl = _int_field(doc, "ttlSeconds", 1)
     if not_after is None:
@@ -339,7 +460,7 @@ def post_service_provider(sim, req: Request, m) -> Response:
 
 
 def get_pass_state(sim, req: Request, m) -> Response:
-    return _ok(sim.pass_.describe())
+    return _ok(sim.pass_.describe(sim.clock.now_ms()))
 
 
 # routing --------------------------------------------------------------------------------------
@@ -357,6 +478,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/_sim/reset", post_reset),
     ("GET", r"/_sim/connections", get_connections),
     ("POST", r"/_sim/connections/close-idle", post_close_idle),
+    ("GET", r"/_sim/clock", get_clock),
+    ("PUT", r"/_sim/clock", put_clock),
     ("GET", r"/_sim/faults", get_faults),
     ("POST", r"/_sim/faults", post_fault),
     ("DELETE", r"/_sim/faults", delete_faults),
@@ -366,6 +489,11 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("PUT", r"/_sim/target/offers/(?P<name>[^/]+)", put_offer),
     ("DELETE", r"/_sim/target/offers/(?P<name>[^/]+)", delete_offer),
     ("GET", r"/_sim/target/notifications", get_notifications),
+    ("GET", r"/_sim/target/notificationRules", get_notification_rules),
+    ("PUT", r"/_sim/target/notificationRules", put_notification_rules),
+    ("GET", r"/_sim/target/revokedTokens", get_revoked_tokens),
+    ("PUT", r"/_sim/target/revokedTokens", put_revoked_tokens),
+    ("DELETE", r"/_sim/target/revokedTokens", delete_revoked_tokens),
     ("GET", r"/_sim/target/edgeHost", get_edge_host),
     ("PUT", r"/_sim/target/edgeHost", put_edge_host),
     ("POST", r"/_sim/pass/login", post_login),

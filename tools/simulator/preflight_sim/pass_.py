@@ -28,7 +28,6 @@ from urllib.parse import quote
 
 from preflight_sim.exchange import Request, Response
 from preflight_sim.outcome import Outcome
-from preflight_sim.reqlog import now_ms
 
 HELP_URL = ("https://experienceleague.adobe.com/docs/pass/authentication/auth-features/error-reportn/"
             "enhanced-error-codes.html")
@@ -224,8 +223,8 @@ class PassState:
                 return found
         return None
 
-    def describe(self) -> dict:
-        now = now_ms()
+    def describe(self, now: float) -> dict:
+        """`now`: the simulator's clock, epoch ms (tokens and logins valid at that time)."""
         with self.lock:
             return {
                 "registrations": [{"client_id": r["client_id"], "client_id_issued_at": r["client_id_issued_at"],
@@ -371,7 +370,7 @@ def handle_register(sim, req: Request, params: dict, seq: int) -> Outcome:
     client = {
         "client_id": secrets.token_urlsafe(12),
         "client_secret": secrets.token_urlsafe(24),
-        "client_id_issued_at": int(time.time()),
+        "client_id_issued_at": int(sim.clock.now_ms() // 1000),
         "redirect_uris": [redirect_uri],
         "grant_types": ["client_credentials"],
         "scopes": ["api:client:v2"],
@@ -428,8 +427,8 @@ def handle_token(sim, req: Request, params: dict, seq: int) -> Outcome:
                                                               str(values["client_secret"])):
             note = "unknown client_id" if registration is None else "wrong client_secret"
             return Outcome(_dcr_error("invalid_client", note), violations)
-        token = {"id": str(uuid.uuid4()), "access_token": secrets.token_urlsafe(32), "created_at": int(now_ms()),
-                 "expires_in": state.token_lifetime, "token_type": "bearer"}
+        token = {"id": str(uuid.uuid4()), "access_token": secrets.token_urlsafe(32),
+                 "created_at": int(sim.clock.now_ms()), "expires_in": state.token_lifetime, "token_type": "bearer"}
         state.tokens[token["access_token"]] = {"client_id": values["client_id"], "created_at": token["created_at"],
                                                "expires_in": token["expires_in"], "revoked": False}
         state.tokens_issued += 1
@@ -488,7 +487,7 @@ def _rest_gate(sim, req: Request, template: str, method: str, context: dict) -> 
 
     authorization = req.header("authorization") or ""
     scheme, _, token_value = authorization.partition(" ")
-    now = now_ms()
+    now = sim.clock.now_ms()
     with state.lock:
         problem = ("missing Authorization header" if not authorization else
                    "Authorization is not a Bearer token" if scheme.lower() != "bearer" else
@@ -589,7 +588,7 @@ def handle_profiles(sim, req: Request, params: dict, seq: int) -> Outcome:
     if early:
         return early
     sp = params["serviceProvider"]
-    now = now_ms()
+    now = sim.clock.now_ms()
     with state.lock:
         bad = _check_provider(state, sp) or (_check_mvpd(state, sp, mvpd) if mvpd is not None else None)
         if bad:
@@ -629,7 +628,7 @@ def decisions_handler(kind: str):
         sp, mvpd = params["serviceProvider"], params["mvpd"]
         body = context["body"]
         resources = body.get("resources") if isinstance(body, dict) else None
-        now = now_ms()
+        now = sim.clock.now_ms()
         with state.lock:
             bad = _check_provider(state, sp)
             if bad:
@@ -659,7 +658,7 @@ def handle_logout(sim, req: Request, params: dict, seq: int) -> Outcome:
     if early:
         return early
     sp, mvpd = params["serviceProvider"], params["mvpd"]
-    now = now_ms()
+    now = sim.clock.now_ms()
     with state.lock:
         bad = _check_provider(state, sp) or _check_mvpd(state, sp, mvpd)
         if bad:

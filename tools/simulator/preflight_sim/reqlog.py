@@ -7,18 +7,16 @@ import time
 from collections import Counter
 from typing import Any
 
+from preflight_sim.clock import Clock
 
 MAX_ENTRIES = 20000  # oldest entries go first; violations are kept in full
-
-
-def now_ms() -> float:
-    return time.time() * 1000.0
 
 
 class RequestLog:
     """Every request to an Adobe path, in arrival order, with what the simulator made of it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._seq = 0
         self._entries: list[dict] = []
@@ -32,7 +30,7 @@ class RequestLog:
             self._seq += 1
             entry = {
                 "seq": self._seq,
-                "time": now_ms(),
+                "time": self._clock.now_ms(),
                 "method": method,
                 "path": path,
                 "query": query,

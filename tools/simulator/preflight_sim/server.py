@@ -9,7 +9,6 @@ import struct
 import sys
 import time
 import traceback
-from email.utils import formatdate
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -98,6 +97,13 @@ class SimHandler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The `Date` header, from the simulator's clock. Overrides the base class so that the answers it
+        writes itself (a request line it cannot parse, say) carry the simulator's time too."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        return self.server.sim.clock.http_date()
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - signature from the base class
         pass
@@ -325,7 +331,7 @@ class SimHandler(BaseHTTPRequestHandler):
     def _send_endless(self) -> None:
         """200 with a chunked JSON-looking body that never ends: pieces go out until the client leaves."""
         self.close_connection = True
-        head = (f"HTTP/1.1 200 OK\r\nDate: {formatdate(usegmt=True)}\r\nServer: {self.server_version}\r\n"
+        head = (f"HTTP/1.1 200 OK\r\nDate: {self.date_time_string()}\r\nServer: {self.server_version}\r\n"
                 "Content-Type: application/json;charset=UTF-8\r\nTransfer-Encoding: chunked\r\n"
                 "Connection: close\r\n\r\n").encode("latin-1")
         opening = b'{"padding":"'
@@ -360,7 +366,7 @@ class SimHandler(BaseHTTPRequestHandler):
     def _head(self, response: Response, content_length: int | None = None) -> bytes:
         reason = _reason(response.status)
         lines = [f"HTTP/1.1 {response.status} {reason}",
-                 f"Date: {formatdate(usegmt=True)}",
+                 f"Date: {self.date_time_string()}",
                  f"Server: {self.server_version}"]
         if response.content_type:
             lines.append(f"Content-Type: {response.content_type}")

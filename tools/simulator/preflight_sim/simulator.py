@@ -10,6 +10,7 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from preflight_sim import pass_, target
+from preflight_sim.clock import Clock
 from preflight_sim.connections import ConnectionRegistry
 from preflight_sim.faults import FaultStore
 from preflight_sim.reqlog import RequestLog
@@ -111,8 +112,10 @@ class Simulator:
     """Everything a request handler needs; `reset()` returns it to the state it started in."""
 
     def __init__(self, specs: SpecSet, offers: dict[str, dict], quiet: bool = False, offers_source: str | None = None,
-                 edge_host: str = target.EDGE_HOST):
+                 edge_host: str | None = target.EDGE_HOST, clock_offset_ms: int = 0):
         self.specs = specs
+        self.initial_clock_offset_ms = clock_offset_ms
+        self.clock = Clock(clock_offset_ms)
         self.initial_edge_host = edge_host
         self.edge_host = edge_host
         self.quiet = quiet
@@ -121,7 +124,7 @@ class Simulator:
         self.router = Router(specs)
         self.started = time.time()
         self.lock = threading.RLock()
-        self.log = RequestLog()
+        self.log = RequestLog(self.clock)
         self.faults = FaultStore()
         self.target = target.TargetState(offers)
         self.pass_ = pass_.PassState()
@@ -135,6 +138,7 @@ class Simulator:
             self.target = target.TargetState(self.initial_offers)
             self.pass_ = pass_.PassState()
             self.edge_host = self.initial_edge_host
+            self.clock.set_offset(self.initial_clock_offset_ms)
             self.connections.reset_counters()
 
     def stats(self) -> dict:
@@ -151,6 +155,7 @@ class Simulator:
             "tokensIssued": pass_stats["tokensIssued"],
             "rateLimited": pass_stats["rateLimited"],
             "notifications": target_stats["notifications"],
+            "notificationRefusals": target_stats["refusedRequests"],
             "prefetched": target_stats["prefetched"],
             "executed": target_stats["executed"],
             "violations": counts["violations"],

@@ -8,6 +8,7 @@ check that the agent sent back exactly what it was given.
 from __future__ import annotations
 
 import base64
+import binascii
 import copy
 import hashlib
 import json
@@ -19,7 +20,6 @@ from typing import Any
 
 from preflight_sim.exchange import Request, Response
 from preflight_sim.outcome import Outcome
-from preflight_sim.reqlog import now_ms
 
 OPERATION_TEMPLATE = "/rest/v1/delivery"
 EDGE_HOST = "mboxedge35.tt.omtrdc.net"
@@ -31,6 +31,12 @@ DEFAULT_OFFERS: dict[str, dict] = {
     "hero": {"options": [{"type": "html",
                           "content": '<div class="hero"><h1>Welcome back</h1><p>Your picks are ready.</p></div>'}]},
 }
+
+# A notification whose timestamp is further than this from the server's time invalidates its whole request.
+NOTIFICATION_MAX_AGE_MS = 24 * 3600 * 1000
+NOTIFICATION_MAX_FUTURE_MS = 60 * 1000
+# The simulator's event tokens are base64 of a SHA-256 digest.
+EVENT_TOKEN_BYTES = 32
 
 OPTION_TYPES = ("html", "json", "redirect", "dynamic", "actions")
 RESERVED_MBOX_PARAMETERS = ("orderId", "orderTotal", "productPurchasedIds")
@@ -127,6 +133,10 @@ class TargetState:
         self.notifications: list[dict] = []
         self.issued_tokens: dict[str, set[str]] = {}
         self.issued_states: dict[str, set[str]] = {}
+        self.revoked_tokens: set[str] = set()
+        self.max_age_ms = NOTIFICATION_MAX_AGE_MS
+        self.max_future_ms = NOTIFICATION_MAX_FUTURE_MS
+        self.refused_requests = 0
 
     def describe_offers(self) -> dict:
         with self.lock:
@@ -139,10 +149,19 @@ class TargetState:
         if state is not None:
             self.issued_states.setdefault(name, set()).add(state)
 
+    def tokens_for(self, name: str) -> set[str]:
+        """Every event token issued for mbox `name`, and those its current offer would issue."""
+        return set(self.issued_tokens.get(name, set())) | {
+            o["eventToken"] for o in rendered_options(name, self.offers.get(name))}
+
+    def notification_rules(self) -> dict:
+        with self.lock:
+            return {"maxAgeMs": self.max_age_ms, "maxFutureMs": self.max_future_ms}
+
     def stats(self) -> dict:
         with self.lock:
             return {"prefetched": dict(self.prefetched), "executed": dict(self.executed),
-                    "notifications": len(self.notifications)}
+                    "notifications": len(self.notifications), "refusedRequests": self.refused_requests}
 
 
 # request checks -------------------------------------------------------------------------------
@@ -323,7 +342,7 @@ def _mbox_entries(state: TargetState, mboxes: Any, prefetch: bool) -> list[dict]
     return out
 
 
-def _record_notifications(state: TargetState, seq: int, notifications: list) -> list[dict]:
+def _record_notifications(state: TargetState, seq: int, notifications: list, now: float) -> list[dict]:
     acknowledged = []
     for note in notifications:
         mbox = note.get("mbox") if isinstance(note.get("mbox"), dict) else {}
@@ -348,11 +367,73 @@ def _record_notifications(state: TargetState, seq: int, notifications: list) -> 
             "address": note.get("address"),
             "view": note.get("view"),
             "pageLoad": note.get("pageLoad"),
-            "receivedAt": now_ms(),
+            "receivedAt": now,
         }
         state.notifications.append(record)
         acknowledged.append({"id": note.get("id")})
     return acknowledged
+
+
+def _span(ms: int) -> str:
+    for unit, size in (("hours", 3600_000), ("minutes", 60_000), ("seconds", 1000)):
+        if ms and ms % size == 0:
+            value = ms // size
+            return f"{value} {unit[:-1] if value == 1 else unit}"
+    return f"{ms} ms"
+
+
+def _is_event_token(token: Any) -> bool:
+    """Whether this simulator could have issued `token` (in this process or an earlier one): base64 of 32 bytes."""
+    if not isinstance(token, str):
+        return False
+    try:
+        return len(base64.b64decode(token, validate=True)) == EVENT_TOKEN_BYTES
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _timestamp_problem(state: TargetState, timestamp: Any, now: float) -> str | None:
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        return None  # the schema check names a timestamp that is not an integer
+    if timestamp < now - state.max_age_ms:
+        return f"{timestamp} is more than {_span(state.max_age_ms)} before the server time, {int(now)}"
+    if timestamp > now + state.max_future_ms:
+        return f"{timestamp} is more than {_span(state.max_future_ms)} after the server time, {int(now)}"
+    return None
+
+
+def _token_problem(state: TargetState, token: Any) -> str | None:
+    if not _is_event_token(token):
+        return f"{json.dumps(token)[:60]} is not an event token"
+    if token in state.revoked_tokens:
+        return f"{token} is revoked"
+    return None
+
+
+def notification_problems(state: TargetState, notifications: Any, now: float) -> list[str]:
+    """Why Target would invalidate the whole request: any notification with a timestamp too far from the
+    server time, or a token it did not issue or no longer honours (Notification description)."""
+    problems: list[str] = []
+    for i, note in enumerate(notifications if isinstance(notifications, list) else []):
+        if not isinstance(note, dict):
+            continue
+        named = f" (notification id {json.dumps(note.get('id'))})"
+        problem = _timestamp_problem(state, note.get("timestamp"), now)
+        if problem:
+            problems.append(f"notifications[{i}].timestamp: {problem}{named}")
+        tokens = note.get("tokens")
+        for j, token in enumerate(tokens if isinstance(tokens, list) else []):
+            problem = _token_problem(state, token)
+            if problem:
+                problems.append(f"notifications[{i}].tokens[{j}]: {problem}{named}")
+    return problems
+
+
+def _invalid_request(problems: list[str], note: str | None = None) -> Response:
+    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+    response = _error(400, f"Invalid request: {shown}")
+    response.note = note
+    return response
 
 
 def delivery_checks(sim, req: Request, params: dict | None = None) -> list[str]:
@@ -363,14 +444,25 @@ def delivery_checks(sim, req: Request, params: dict | None = None) -> list[str]:
 def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
     errors, advisories, body = check_request(sim, req)
     if errors:
-        shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
-        return Outcome(_error(400, f"Invalid request: {shown}"), errors + advisories)
+        return Outcome(_invalid_request(errors), errors + advisories)
 
+    state: TargetState = sim.target
+    with state.lock:
+        # Checked and carried out under one hold of the lock: a refused request changes nothing.
+        problems = notification_problems(state, body.get("notifications"), sim.clock.now_ms())
+        if problems:
+            state.refused_requests += 1
+            # Not a contract violation: the request is well formed, Target's state or clock refuses it.
+            return Outcome(_invalid_request(problems, note=f"refused: {problems[0]}"), advisories)
+        return _deliver(sim, state, req, body, seq, advisories)
+
+
+def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, advisories: list[str]) -> Outcome:
+    """The request carried out (the caller holds `state.lock`)."""
     context = body.get("context", {})
     if isinstance(context, dict) and context.get("beacon") is True:
         return Outcome(Response.empty(204), advisories)
 
-    state: TargetState = sim.target
     client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
     visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
     if not visitor.get("tntId"):
@@ -380,29 +472,30 @@ def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
         "requestId": body.get("requestId") or str(uuid.uuid4()),
         "client": client,
         "id": visitor,
-        "edgeHost": sim.edge_host,
     }
-    with state.lock:
-        execute = body.get("execute")
-        if isinstance(execute, dict):
-            out: dict[str, Any] = {}
-            if "pageLoad" in execute:
-                out["pageLoad"] = {}
-            if "mboxes" in execute:
-                out["mboxes"] = _mbox_entries(state, execute["mboxes"], prefetch=False)
-            document["execute"] = out
-        prefetch = body.get("prefetch")
-        if isinstance(prefetch, dict):
-            out = {}
-            if "views" in prefetch:
-                out["views"] = []
-            if "pageLoad" in prefetch:
-                out["pageLoad"] = {}
-            if "mboxes" in prefetch:
-                out["mboxes"] = _mbox_entries(state, prefetch["mboxes"], prefetch=True)
-            document["prefetch"] = out
-        if isinstance(body.get("notifications"), list):
-            document["notifications"] = _record_notifications(state, seq, body["notifications"])
+    if sim.edge_host is not None:
+        document["edgeHost"] = sim.edge_host
+    execute = body.get("execute")
+    if isinstance(execute, dict):
+        out: dict[str, Any] = {}
+        if "pageLoad" in execute:
+            out["pageLoad"] = {}
+        if "mboxes" in execute:
+            out["mboxes"] = _mbox_entries(state, execute["mboxes"], prefetch=False)
+        document["execute"] = out
+    prefetch = body.get("prefetch")
+    if isinstance(prefetch, dict):
+        out = {}
+        if "views" in prefetch:
+            out["views"] = []
+        if "pageLoad" in prefetch:
+            out["pageLoad"] = {}
+        if "mboxes" in prefetch:
+            out["mboxes"] = _mbox_entries(state, prefetch["mboxes"], prefetch=True)
+        document["prefetch"] = out
+    if isinstance(body.get("notifications"), list):
+        document["notifications"] = _record_notifications(state, seq, body["notifications"],
+                                                           sim.clock.now_ms())
     return Outcome(Response.json(200, document), advisories)
 
 

@@ -158,6 +158,11 @@ def access_token(sim: SimProcess, client: dict | None = None) -> str:
 
 # Target helpers -------------------------------------------------------------------------------
 
+def epoch_ms() -> int:
+    """Now, in epoch milliseconds: a notification timestamp Target accepts (the simulator's clock unmoved)."""
+    return int(time.time() * 1000)
+
+
 def delivery_url(session: str = "a1b2c3d4e5f6", client: str = "demo") -> str:
     return f"/rest/v1/delivery?client={client}&sessionId={session}&version=5.0.0"
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.client
 import json
 import re
 
 from simharness import clean_sim, sim  # noqa: F401 - fixtures
-from simharness import SPECS, delivery_url, mobile_context, requires_specs
+from simharness import SPECS, delivery_url, epoch_ms, mobile_context, requires_specs
 
 # Without the shared specs the simulator cannot tell a conforming request from a broken one.
 pytestmark = requires_specs
@@ -152,11 +154,15 @@ def test_execute_returns_content_and_counts(sim):
 def test_notifications_are_acknowledged_by_id_and_recorded(sim):
     logo = sim.post(delivery_url(), json=prefetch_request("logo")).json()["prefetch"]["mboxes"][0]
     token, state = logo["options"][0]["eventToken"], logo["state"]
+    # A well-formed token this process did not issue (an earlier simulator's, for an offer since changed) is
+    # accepted and recorded as not issued.
+    elsewhere = base64.b64encode(hashlib.sha256(b"an earlier offer").digest()).decode()
+    now = epoch_ms()
     body = {"context": mobile_context(), "notifications": [
-        {"id": "logo-display-1", "type": "display", "timestamp": 1700000000000,
+        {"id": "logo-display-1", "type": "display", "timestamp": now - 1000,
          "mbox": {"name": "logo", "state": state}, "tokens": [token], "parameters": {"status": "platinum"}},
-        {"id": "logo-display-2", "type": "display", "timestamp": 1700000000500, "mbox": {"name": "logo"},
-         "tokens": ["not-a-token-we-issued"]},
+        {"id": "logo-display-2", "type": "display", "timestamp": now - 500, "mbox": {"name": "logo"},
+         "tokens": [elsewhere]},
     ]}
     r = sim.post(delivery_url(), json=body)
     assert r.status_code == 200, r.text
@@ -169,7 +175,7 @@ def test_notifications_are_acknowledged_by_id_and_recorded(sim):
     assert first["seq"] == seq and first["id"] == "logo-display-1" and first["mbox"] == "logo"
     assert first["tokens"] == [token] and first["state"] == state
     assert first["tokensIssued"] is True and first["stateIssued"] is True
-    assert first["parameters"] == {"status": "platinum"} and first["timestamp"] == 1700000000000
+    assert first["parameters"] == {"status": "platinum"} and first["timestamp"] == now - 1000
     assert second["tokensIssued"] is False and second["stateIssued"] is False
     assert sim.get("/_sim/stats").json()["notifications"] == 2
 
@@ -177,7 +183,7 @@ def test_notifications_are_acknowledged_by_id_and_recorded(sim):
 def test_prefetch_execute_and_notifications_in_one_call(sim):
     body = prefetch_request("logo")
     body["execute"] = {"mboxes": [{"index": 1, "name": "buttonColor"}]}
-    body["notifications"] = [{"id": "n-1", "type": "click", "timestamp": 1700000000000, "mbox": {"name": "hero"}}]
+    body["notifications"] = [{"id": "n-1", "type": "click", "timestamp": epoch_ms(), "mbox": {"name": "hero"}}]
     document = sim.post(delivery_url(), json=body).json()
     assert document["prefetch"]["mboxes"][0]["name"] == "logo"
     assert document["execute"]["mboxes"][0]["options"][0]["content"] == {"color": "blue"}
@@ -224,7 +230,7 @@ def test_edge_host_is_configurable(sim):
 
 def test_beacon_requests_get_204(sim):
     body = {"context": {"channel": "web", "beacon": True},
-            "notifications": [{"id": "b1", "type": "display", "timestamp": 1700000000000, "mbox": {"name": "logo"}}]}
+            "notifications": [{"id": "b1", "type": "display", "timestamp": epoch_ms(), "mbox": {"name": "logo"}}]}
     r = sim.post(delivery_url(), json=body)
     assert r.status_code == 204 and r.content == b""
 
