@@ -180,6 +180,24 @@ def test_a_profile_past_its_not_after_means_authentication_session_expired(pass_
     failure(pass_env.preauthorize(["r1"]), "authentication_session_expired", "authentication")
 
 
+@pytest.mark.parametrize("box_clock_off_by_years", [26, -14])
+def test_a_box_clock_years_off_compares_profiles_with_adobes_time(pass_env, box_clock_off_by_years):
+    """Issue #14: a box in 2000 (26 years slow) or in 2040 (14 years fast) judges a profile's notAfter by
+    the time Adobe's Date headers give, not by its own clock: the session is neither eternal nor expired."""
+    year_ms = 365 * 24 * 3600 * 1000
+    pass_env.sim.call("PUT", "/_sim/clock", {"offsetMs": box_clock_off_by_years * year_ms})
+    pass_env.start()
+    pass_env.login(ttl_seconds=2)
+    pass_env.wait_configured()
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["outcome"] == "response"
+
+    def expired():
+        result = pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+        return result["outcome"] == "failure" and result["status"]["code"] == "authentication_session_expired"
+
+    wait_until("the two-second session to expire by Adobe's clock", expired, timeout=30)
+
+
 def test_unparseable_answers_and_network_failures(pass_env):
     pass_env.start(timeout=1)
     pass_env.login()

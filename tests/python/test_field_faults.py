@@ -1,0 +1,107 @@
+"""Faults a TV box meets in the field (issue #14), each played by preflight-sim against a real preflightd.
+
+Each test fails on an agent without the behaviour it names."""
+
+import os
+import subprocess
+
+import pytest
+
+from agent_harness import bin_dir, ok, request, wait_until
+
+YEAR_MS = 365 * 24 * 3600 * 1000
+PREFETCH = {"mboxes": [{"name": "logo"}, {"name": "buttonColor"}, {"name": "hero"}]}
+
+
+def load(agent, *names):
+    contents = ok(request(agent.app, "loadRequests", {"requests": [{"name": n, "defaultContent": "d"} for n in names]}))
+    assert [c["source"] for c in contents["contents"]] == ["cache"] * len(names), contents
+    return contents
+
+
+def notifications_status(agent):
+    return ok(request(agent.admin, "notifications.status"))
+
+
+def sim_notifications(sim):
+    return sim.call("GET", "/_sim/target/notifications")["notifications"]
+
+
+# 1. A box whose clock is not set ------------------------------------------------------------------
+
+
+def test_a_box_clock_26_years_slow_stamps_notifications_with_the_real_time(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    # The real world is 26 years ahead of this box's clock (a box that booted in 2000).
+    sim.call("PUT", "/_sim/clock", {"offsetMs": 26 * YEAR_MS})
+    real_now = sim.call("GET", "/_sim/clock")["nowMs"]
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    load(agent, "logo", "buttonColor")
+
+    wait_until("both displays at the simulator", lambda: len(sim_notifications(sim)) == 2)
+    for note in sim_notifications(sim):
+        # Stamped with Adobe's time, not the box's: within a minute of the simulator's clock.
+        assert abs(note["timestamp"] - real_now) < 60_000, note
+    assert sim.call("GET", "/_sim/stats")["notificationRefusals"] == 0
+    status = notifications_status(agent)
+    assert status["refused"] == 0 and status["queued"] == 0
+
+    clock = ok(request(agent.admin, "status"))["clock"]
+    assert clock["source"] == "upstream"
+    assert abs(clock["offsetMs"] - 26 * YEAR_MS) < 5_000
+    assert abs(clock["nowMs"] - sim.call("GET", "/_sim/clock")["nowMs"]) < 5_000
+    shown = subprocess.run(
+        [os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Box clock" in shown.stdout and "26 years slow" in shown.stdout, shown.stdout
+
+
+def test_a_box_clock_that_is_right_shows_no_clock_line(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    clock = ok(request(agent.admin, "status"))["clock"]
+    assert clock["source"] == "box-confirmed" and abs(clock["offsetMs"]) < 3_000
+
+
+# 2. A notification Target refuses -----------------------------------------------------------------
+
+
+@pytest.mark.target_settings(notificationBatchAge=0.2)
+def test_one_refused_notification_is_dropped_and_every_good_one_delivered(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    sim.call("PUT", "/_sim/target/revokedTokens", {"mboxes": ["buttonColor"]})
+    load(agent, "logo", "buttonColor", "hero")
+
+    wait_until("the refused notification dropped", lambda: notifications_status(agent)["refused"] == 1)
+    wait_until("the queue empty", lambda: notifications_status(agent)["queued"] == 0)
+    delivered = sorted(n["mbox"] for n in sim_notifications(sim))
+    assert delivered == ["hero", "logo"]
+    status = notifications_status(agent)
+    assert status["sent"] == 2 and status["failedAttempts"] == 0
+    assert status["lastRefusal"].startswith("HTTP 400")
+    assert "Target refused a display notification as invalid" in open(os.path.join(target_env.folder, "preflightd.log")).read()
+    # Never retried: no request after the isolation carries it.
+    refusals = sim.call("GET", "/_sim/stats")["notificationRefusals"]
+    load(agent, "logo")
+    wait_until("the next display delivered", lambda: len(sim_notifications(sim)) == 3)
+    assert sim.call("GET", "/_sim/stats")["notificationRefusals"] == refusals
+
+
+@pytest.mark.target_settings(notificationBatchAge=3600, notificationBatchSize=1000)
+def test_a_refused_notification_never_takes_the_prefetch_it_rode_with_down(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    sim.call("PUT", "/_sim/target/revokedTokens", {"mboxes": ["buttonColor"]})
+    load(agent, "logo", "buttonColor")
+    # Not yet due on their own (an hour's batch age): they ride along with the next prefetch.
+    result = ok(request(agent.app, "prefetch", {"mboxes": [{"name": "hero"}]}))
+    assert result == {"success": True, "mboxes": [{"name": "hero", "cached": True}]}
+    statuses = [entry["status"] for entry in sim.requests("delivery")]
+    assert statuses[-2:] == [400, 200], statuses
+    # The suspects went out on their own at once, were isolated, and the good one arrived.
+    wait_until("the refused notification dropped", lambda: notifications_status(agent)["refused"] == 1)
+    wait_until("the good notification delivered", lambda: [n["mbox"] for n in sim_notifications(sim)] == ["logo"])
+    assert notifications_status(agent)["queued"] == 0
