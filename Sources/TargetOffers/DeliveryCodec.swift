@@ -197,6 +197,15 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         return false
     }
 
+    /// The server was not reached or did not answer in time (connection refused or reset, name
+    /// resolution, timeout): the host may be gone, unlike an answer with an error status.
+    public var isNetwork: Bool {
+        switch self {
+        case .timeout, .network: true
+        case .status, .message, .unparseable: false
+        }
+    }
+
     /// The reason code used in counters, events and logs.
     public var reason: String {
         switch self {

@@ -142,12 +142,13 @@ extension TargetService {
                 )
             )
         }
+        let identity = visitor.begin()
         let request = DeliveryCodec(configuration: configuration).request(
             prefetch: prefetch,
             execute: execute,
             profileParameters: profile,
             notifications: batch,
-            visitor: visitor.begin(),
+            visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
         )
         let started = ContinuousClock.now
@@ -175,8 +176,22 @@ extension TargetService {
         }
         switch result {
         case .success(let response):
-            visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost)
+            if let refused = visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost) {
+                logger.warning(
+                    "Target sent an edgeHost that is not a plain host name; the configured server stays in use",
+                    metadata: ["edgeHost": "\(refused)"]
+                )
+            }
         case .failure(let failure):
+            if let edgeHost = identity.edgeHost, failure.isNetwork {
+                // An edge host that stopped resolving or answering: back to the configured server, whose
+                // answer names an edge host again.
+                visitor.forgetEdgeHost()
+                logger.notice(
+                    "the Target edge host failed; the next call goes to the configured server",
+                    metadata: ["edgeHost": "\(edgeHost)", "reason": "\(failure.reason)"]
+                )
+            }
             logger.warning(
                 "Target Delivery API call failed",
                 metadata: ["operation": "\(operation)", "reason": "\(failure.reason)", "detail": "\(failure.detail)"]

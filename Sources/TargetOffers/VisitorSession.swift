@@ -85,10 +85,20 @@ public final class VisitorSession: Sendable {
         state.withLock { $0.edgeHost = nil }
     }
 
-    /// Takes `tntId` and `edgeHost` from a response; a new tntId is written to the state directory.
-    public func learn(tntId: String?, edgeHost: String?) {
+    /// Takes `tntId` and `edgeHost` from a response; a new tntId is written to the state directory. An
+    /// `edgeHost` that is not a plain host name (a scheme, port, path or user part; anything a URL's host
+    /// cannot be) is not used; the return value is that refused value, for the caller's log line.
+    @discardableResult
+    public func learn(tntId: String?, edgeHost: String?) -> String? {
+        var refused: String?
         let changedTntId = state.withLock { state -> String? in
-            if let edgeHost, !edgeHost.isEmpty { state.edgeHost = edgeHost }
+            if let edgeHost, !edgeHost.isEmpty {
+                if Self.isPlainHostName(edgeHost) {
+                    state.edgeHost = edgeHost
+                } else {
+                    refused = edgeHost
+                }
+            }
             guard let tntId, !tntId.isEmpty, tntId != state.tntId else { return nil }
             state.tntId = tntId
             return tntId
@@ -96,5 +106,22 @@ public final class VisitorSession: Sendable {
         if let changedTntId {
             file?.write(["tntId": .string(changedTntId)])
         }
+        return refused
+    }
+
+    /// A DNS name or an IPv4 address: dot-separated labels of letters, digits and inner hyphens, 1 to 63
+    /// characters each, 253 in all.
+    public static func isPlainHostName(_ host: String) -> Bool {
+        let bytes = Array(host.utf8)
+        guard !bytes.isEmpty, bytes.count <= 253 else { return false }
+        for label in bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+            guard (1...63).contains(label.count), label.first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-"),
+                label.allSatisfy({ byte in
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+                })
+            else { return false }
+        }
+        return true
     }
 }

@@ -190,3 +190,25 @@ private final class ValidatingDelivery: HTTPTransport {
         #expect(delivery.sent.map(\.status) == [400, 200, 200])
     }
 }
+
+@Suite struct EdgeHostTests {
+    @Test(arguments: ["mboxedge35.tt.omtrdc.net", "127.0.0.1", "edge-1.example", "localhost", "EDGE.Example.COM"])
+    func plainHostNamesAreUsed(host: String) {
+        #expect(VisitorSession.isPlainHostName(host))
+    }
+
+    @Test(arguments: [
+        "", "http://evil:1/x", "host:8080", "user@host", "host/path", "-edge.example", "edge-.example", "a..b",
+        "edge.example.", "[::1]", "host name", "é.example", String(repeating: "a", count: 64) + ".example",
+    ])
+    func anythingElseIsNot(host: String) {
+        #expect(!VisitorSession.isPlainHostName(host))
+    }
+
+    @Test func aRefusedEdgeHostLeavesTheOneInUse() {
+        let visitor = VisitorSession(timeout: .seconds(1800), clock: manualClock(), stateFile: nil)
+        #expect(visitor.learn(tntId: nil, edgeHost: "mboxedge35.tt.omtrdc.net") == nil)
+        #expect(visitor.learn(tntId: nil, edgeHost: "http://evil:1/x") == "http://evil:1/x")
+        #expect(visitor.current.edgeHost == "mboxedge35.tt.omtrdc.net")
+    }
+}

@@ -105,3 +105,38 @@ def test_a_refused_notification_never_takes_the_prefetch_it_rode_with_down(targe
     wait_until("the refused notification dropped", lambda: notifications_status(agent)["refused"] == 1)
     wait_until("the good notification delivered", lambda: [n["mbox"] for n in sim_notifications(sim)] == ["logo"])
     assert notifications_status(agent)["queued"] == 0
+
+
+# 4. An edge host that disappears ------------------------------------------------------------------
+
+
+def visitor(agent):
+    return ok(request(agent.admin, "status"))["target"]["visitor"]
+
+
+def test_after_its_edge_host_fails_the_agent_calls_the_configured_server_again(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    # Adobe moved edge clusters: the edge host handed out no longer resolves.
+    sim.call("PUT", "/_sim/target/edgeHost", {"edgeHost": "edge.invalid"})
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    assert visitor(agent)["edgeHost"] == "edge.invalid"
+    sim.call("PUT", "/_sim/target/edgeHost", {"edgeHost": "127.0.0.1"})
+    calls = len(sim.requests("delivery"))
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is False  # went to edge.invalid
+    assert len(sim.requests("delivery")) == calls
+    # The next call goes to the configured server, and the edge host is learned again from its answer.
+    assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    assert visitor(agent)["edgeHost"] == "127.0.0.1"
+    log = open(os.path.join(target_env.folder, "preflightd.log")).read()
+    assert "the Target edge host failed; the next call goes to the configured server" in log
+
+
+@pytest.mark.parametrize("edge_host", ["http://evil.example:1/x", "user@127.0.0.1", "127.0.0.1:9", "a/b"])
+def test_an_edge_host_that_is_not_a_plain_host_name_is_not_used(target_env, edge_host):
+    sim, agent = target_env.sim, target_env.agent
+    sim.call("PUT", "/_sim/target/edgeHost", {"edgeHost": edge_host})
+    for _ in range(2):
+        assert ok(request(agent.app, "prefetch", PREFETCH))["success"] is True
+    assert visitor(agent)["edgeHost"] is None
+    log = open(os.path.join(target_env.folder, "preflightd.log")).read()
+    assert "Target sent an edgeHost that is not a plain host name" in log
