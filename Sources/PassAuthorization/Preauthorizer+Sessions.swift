@@ -6,11 +6,15 @@ extension Preauthorizer {
     // MARK: Authentication session
 
     /// The requestor's current profile: from memory while before its `notAfter`; missing or expired
-    /// from memory for `sessionRecheckInterval` after a lookup found so; otherwise from
-    /// `GET /profiles` (shared by concurrent askers).
+    /// from memory for `sessionRecheckInterval` after a lookup found so, unless the asker wants a
+    /// `fresh` answer (LOCAL_CACHE disabled: remembered absence must not pass for Adobe's word, and
+    /// with Adobe unreachable the answer is the network error); otherwise from `GET /profiles` (shared
+    /// by concurrent askers). A profile held is used even when fresh: the decision call that follows
+    /// asks Adobe, which says so if the profile is gone.
     func session(
         for requestor: String,
-        deadline: ContinuousClock.Instant
+        deadline: ContinuousClock.Instant,
+        fresh: Bool = false
     ) async -> UpstreamResult<AuthenticatedProfile> {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
@@ -22,9 +26,9 @@ extension Preauthorizer {
             switch requestorState.session {
             case .authenticated(let profile) where profile.isValid(atEpochMilliseconds: epoch):
                 return .success(profile)
-            case .missing(let checkedAt) where now - checkedAt < recheck:
+            case .missing(let checkedAt) where !fresh && now - checkedAt < recheck:
                 return .failure(.authenticationSessionMissing)
-            case .expired(_, let checkedAt) where now - checkedAt < recheck:
+            case .expired(_, let checkedAt) where !fresh && now - checkedAt < recheck:
                 return .failure(.authenticationSessionExpired)
             default:
                 return nil

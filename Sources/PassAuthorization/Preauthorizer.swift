@@ -160,7 +160,8 @@ public final class Preauthorizer: Sendable {
             return Decided(answer: .failure(failure))
         }
         let profile: AuthenticatedProfile
-        switch await session(for: requestor, deadline: deadline) {
+        let fresh = command.disabledFeatures.contains(.localCache)
+        switch await session(for: requestor, deadline: deadline, fresh: fresh) {
         case .success(let current): profile = current
         case .adobeError(let status): return Decided(answer: .adobeError(status))
         case .failure(let failure): return Decided(answer: .failure(failure))

@@ -198,6 +198,21 @@ def test_a_box_clock_years_off_compares_profiles_with_adobes_time(pass_env, box_
     wait_until("the two-second session to expire by Adobe's clock", expired, timeout=30)
 
 
+def test_with_local_cache_disabled_and_adobe_unreachable_the_answer_is_the_network_error(pass_env):
+    """Issue #14: remembered absence of a session is not Adobe's word. With Adobe Pass unreachable, an
+    app that disables the local cache is told the network is the problem, not to sign in again."""
+    pass_env.start(timeout=1)
+    pass_env.wait_configured()
+    failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "authentication_session_missing", "authentication")
+    pass_env.sim.call("POST", "/_sim/faults", {"path": f"/api/v2/{REQUESTOR}/profiles", "drop": True})
+    failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "network_error", "none")
+    # With the local cache allowed, what the agent knows still answers at once.
+    failure(pass_env.preauthorize(["r1"]), "authentication_session_missing", "authentication")
+    pass_env.sim.call("DELETE", "/_sim/faults")
+    pass_env.login()
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["outcome"] == "response"
+
+
 def test_unparseable_answers_and_network_failures(pass_env):
     pass_env.start(timeout=1)
     pass_env.login()
