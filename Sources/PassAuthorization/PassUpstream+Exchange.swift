@@ -49,6 +49,8 @@ extension PassUpstream {
     ) async -> Result<(response: HTTPResponse, settings: UpstreamSettings), PassFailure> {
         var throttled = 0
         while true {
+            // Down, and no probe due: answer at once rather than spend a pacing slot on a refused call.
+            if let circuit, circuit.state.isDown, !circuit.probeDue { return .failure(Self.notAnswering) }
             if let failure = await waitForSlot(deadline: deadline) { return .failure(failure) }
             let settings = self.settings.withLock { $0 }
             var request = await build(settings)
@@ -62,14 +64,19 @@ extension PassUpstream {
                 metadata: ["operation": "\(operation.rawValue)", "url": "\(request.url)"]
             )
             let response: HTTPResponse
-            health.withLock { $0.calls += 1 }
             do {
                 response = try await transport.send(request)
+                health.withLock { $0.calls += 1 }
                 if (200..<300).contains(response.status) {
                     let epoch = clock.epochMilliseconds()
                     health.withLock { $0.lastSuccessAtMs = epoch }
                 }
             } catch {
+                if error.kind == .upstreamDown {
+                    // Refused at once: Adobe Pass is down, `upstream.down` said so, and a probe runs.
+                    return .failure(Self.notAnswering)
+                }
+                health.withLock { $0.calls += 1 }
                 if error.kind == .cancelled {
                     // The agent is stopping: neither an upstream fault nor worth a warning.
                     logger.debug("Adobe Pass request cancelled", metadata: ["operation": "\(operation.rawValue)"])
@@ -103,6 +110,11 @@ extension PassUpstream {
             }
         }
     }
+
+    /// The answer while Adobe Pass is down: the network error, at once.
+    static let notAnswering = PassFailure.networkError(
+        "Adobe Pass is not answering (several calls in a row got no answer); the agent retries it in the background"
+    )
 
     /// Waits for this request's pacing slot; a failure when none comes before the deadline.
     private func waitForSlot(deadline: ContinuousClock.Instant) async -> PassFailure? {

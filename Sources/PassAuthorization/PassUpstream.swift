@@ -11,6 +11,8 @@ import UpstreamHTTP
 final class PassUpstream: Sendable {
     let health = Mutex(UpstreamHealth())
     let transport: any HTTPTransport
+    /// Whether Adobe Pass answers at all: the breaker of the transport, when it has one (the agent's does).
+    let circuit: CircuitBreaker?
     let clock: any AgentClock
     let logger: Logger
     let settings: Mutex<UpstreamSettings>
@@ -27,6 +29,7 @@ final class PassUpstream: Sendable {
         reportError: @escaping @Sendable (_ operation: PassOperation, _ status: Int, _ code: String) -> Void
     ) {
         self.transport = transport
+        self.circuit = (transport as? CircuitBreakingTransport)?.breaker
         self.clock = clock
         self.logger = logger
         self.settings = Mutex(settings)

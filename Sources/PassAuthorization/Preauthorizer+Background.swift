@@ -9,8 +9,18 @@ extension Preauthorizer {
     public func run() async {
         var tokenFailures = 0
         while !Task.isCancelled {
-            let now = clock.now()
             let configuration = state.withLock { $0.configuration }
+            if let circuit = upstream.circuit, circuit.state.isDown {
+                // Adobe Pass is down: probe it when due; the work below waits until it answers.
+                if circuit.probeDue { await probe(configuration) }
+                if circuit.state.isDown {
+                    let probeAt = circuit.state.nextProbeAt ?? clock.now() + .seconds(1)
+                    await wakeUp.wait(timeout: max(probeAt - clock.now(), .milliseconds(50)), clock: clock)
+                    continue
+                }
+                tokenFailures = 0
+            }
+            let now = clock.now()
             var wakeAt = now + .seconds(3600)
             switch await upstream.credentials.accessToken(using: upstream, deadline: now + configuration.answerDeadline)
             {
@@ -38,7 +48,19 @@ extension Preauthorizer {
                 wakeAt = clock.now() + Self.retryBackoff.delay(attempt: tokenFailures)
             }
             if Task.isCancelled { break }
+            if let probeAt = upstream.circuit?.state.nextProbeAt { wakeAt = min(wakeAt, probeAt) }
             await wakeUp.wait(timeout: wakeAt - clock.now(), clock: clock)
+        }
+    }
+
+    /// One call to see whether Adobe Pass answers again: a requestor's configuration (any answer will
+    /// do), or, with no requestor, the access token.
+    private func probe(_ configuration: PassConfiguration) async {
+        let deadline = clock.now() + configuration.answerDeadline
+        if let requestor = configuration.requestors.first {
+            _ = await upstream.fetchConfiguration(requestor, deadline: deadline)
+        } else {
+            _ = await upstream.credentials.accessToken(using: upstream, deadline: deadline)
         }
     }
 }

@@ -86,7 +86,7 @@ extension Preauthorizer {
             state.requestors[requestor]?.session = next
             return (result, Self.sessionEvent(requestor: requestor, from: previous, to: next))
         }
-        if let event { publish("auth.session", event) }
+        if let event { publish(.authSession, event) }
         return result
     }
 
@@ -106,7 +106,7 @@ extension Preauthorizer {
             state.cache.drop(requestor: requestor)
             return Self.sessionEvent(requestor: requestor, from: previous, to: next)
         }
-        if let event { publish("auth.session", event) }
+        if let event { publish(.authSession, event) }
     }
 
     private static func sessionEvent(

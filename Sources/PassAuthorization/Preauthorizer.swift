@@ -19,13 +19,15 @@ import UpstreamHTTP
 public final class Preauthorizer: Sendable {
     let state: Mutex<PassState>
     let upstream: PassUpstream
+    /// Whether Adobe Pass answers at all (status); nil without a breaking transport (tests).
+    public var circuit: CircuitBreaker? { upstream.circuit }
     let batcher: DecisionBatcher
     let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
     let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
     let wakeUp = WakeSignal()
     let clock: any AgentClock
     let logger: Logger
-    let publish: @Sendable (_ topic: String, _ body: JSONObject) -> Void
+    let publish: @Sendable (_ topic: EventTopic, _ body: JSONObject) -> Void
     let stateDirectory: String
 
     /// - Parameters:
@@ -42,7 +44,7 @@ public final class Preauthorizer: Sendable {
         stateDirectory: String,
         clock: any AgentClock = SystemClock(),
         logger: Logger,
-        publish: @escaping @Sendable (_ topic: String, _ body: JSONObject) -> Void
+        publish: @escaping @Sendable (_ topic: EventTopic, _ body: JSONObject) -> Void
     ) {
         let device = DeviceIdentity.resolve(configuration, stateDirectory: stateDirectory, logger: logger)
         let credentials = Credentials(
@@ -57,7 +59,7 @@ public final class Preauthorizer: Sendable {
             logger: logger
         ) { operation, status, code in
             publish(
-                "upstream.error",
+                .upstreamError,
                 [
                     "service": "pass", "operation": .string(operation.rawValue), "status": .integer(Int64(status)),
                     "code": .string(code),
@@ -96,6 +98,9 @@ public final class Preauthorizer: Sendable {
         }
         guard let answerDeadline else { return .failure(.requestorNotOnThisBox(requestor)) }
         let decided = await decide(command, deadline: clock.now() + answerDeadline)
+        // Apps' calls may be what finds Adobe Pass gone: the background loop sleeps until its next
+        // renewal, so wake it to probe.
+        if upstream.circuit?.state.isDown == true { wakeUp.signal() }
         state.withLock { state in
             state.requestors[requestor]?.counters.record(decided.answer, fromCache: decided.fromCache)
         }
@@ -256,7 +261,7 @@ public final class Preauthorizer: Sendable {
     ) {
         let permitted = decisions.count(where: \.authorized)
         publish(
-            "auth.decisions",
+            .authDecisions,
             [
                 "requestor": .string(requestor), "mvpd": .string(mvpd), "permitted": .integer(Int64(permitted)),
                 "denied": .integer(Int64(decisions.count - permitted)), "source": .string(source),

@@ -143,6 +143,7 @@ extension CommandDispatcher {
     private func passHealth(_ configuration: AgentConfiguration, _ snapshot: PassSnapshot) -> JSONValue {
         var health: JSONObject = ["url": .string(configuration.pass.effectiveServerURL)]
         for member in snapshot.upstream.json.objectValue ?? JSONObject() { health[member.key] = member.value }
+        for member in circuitMembers(pass.circuit) { health[member.key] = member.value }
         return .object(health)
     }
 
@@ -193,7 +194,7 @@ extension CommandDispatcher {
 
     private func targetHealth(_ configuration: AgentConfiguration) -> JSONValue {
         let counters = target.counters
-        return [
+        var health: JSONObject = [
             "url": .string(configuration.target.effectiveServerURL),
             "calls": .integer(Int64(counters.upstreamCalls)),
             "errors": .integer(Int64(counters.upstreamErrors)),
@@ -201,6 +202,22 @@ extension CommandDispatcher {
             "lastErrorAtMs": counters.lastErrorAtMs.map { .integer($0) } ?? .null,
             "lastErrorCode": counters.lastErrorCode.map { .string($0) } ?? .null,
             "lastError": counters.lastError.map { .string($0) } ?? .null,
+        ]
+        for member in circuitMembers(target.circuit) { health[member.key] = member.value }
+        return .object(health)
+    }
+
+    /// `state` up or down, and while down since when, how many calls in a row got no answer and when the
+    /// next probe goes.
+    private func circuitMembers(_ breaker: CircuitBreaker?) -> JSONObject {
+        guard let circuit = breaker?.state else { return [:] }
+        guard let downSince = circuit.downSince else { return ["state": "up"] }
+        let time = target.time
+        return [
+            "state": "down",
+            "downSinceMs": .integer(time.epochMilliseconds(at: downSince)),
+            "failuresInARow": .integer(Int64(circuit.consecutiveFailures)),
+            "nextProbeInMs": circuit.nextProbeAt.map { .integer(max(0, ($0 - time.now()).wholeMilliseconds)) } ?? .null,
         ]
     }
 

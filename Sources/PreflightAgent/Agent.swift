@@ -88,9 +88,19 @@ public final class Agent: Sendable {
         // transport that learns the real time from their Date headers, and stamp and compare with it.
         let time = UpstreamTime(SystemClock())
         let upstream = TimeLearningTransport(transport, time: time)
+        // Each upstream behind its own breaker: once it stops answering, calls are refused at once
+        // (default content, network_error) and it is probed in the background.
+        func breaker(_ service: String) -> CircuitBreakingTransport {
+            CircuitBreakingTransport(
+                upstream,
+                breaker: CircuitBreaker(service: service, clock: time) { transition in
+                    Self.report(transition, of: service, runtime: runtime, logger: logger)
+                }
+            )
+        }
         let target = TargetService(
             configuration: configuration.target.serviceConfiguration,
-            transport: upstream,
+            transport: breaker("target"),
             stateDirectory: configuration.agent.stateDirectory,
             clock: time,
             logger: logger,
@@ -98,7 +108,7 @@ public final class Agent: Sendable {
         )
         let pass = Preauthorizer(
             configuration: configuration.pass.serviceConfiguration,
-            transport: upstream,
+            transport: breaker("pass"),
             stateDirectory: configuration.agent.stateDirectory,
             clock: time,
             logger: logger,
@@ -160,6 +170,32 @@ public final class Agent: Sendable {
         )
     }
 
+    /// An upstream that stopped or started answering: a journal line and an event.
+    private static func report(
+        _ transition: UpstreamCircuit.Transition,
+        of service: String,
+        runtime: AgentRuntime,
+        logger: Logger
+    ) {
+        switch transition {
+        case .wentDown(let failures):
+            logger.error(
+                "upstream not answering: calls are answered at once without it while it is probed in the background",
+                metadata: ["service": "\(service)", "failuresInARow": "\(failures)"]
+            )
+            runtime.publish(.upstreamDown, ["service": .string(service), "failures": .integer(Int64(failures))])
+        case .cameUp(let downFor):
+            logger.notice(
+                "upstream answering again",
+                metadata: ["service": "\(service)", "downForMs": "\(downFor.wholeMilliseconds)"]
+            )
+            runtime.publish(
+                .upstreamUp,
+                ["service": .string(service), "downForMs": .integer(downFor.wholeMilliseconds)]
+            )
+        }
+    }
+
     /// One line for `systemctl status`: `serving; 12 offers cached; target ok; pass: 1 of 1 requestors authenticated`.
     public func statusLine() -> String {
         let cached = target.cache.summary.entries
@@ -199,7 +235,7 @@ public final class Agent: Sendable {
                 "reload refused; the running configuration is kept",
                 metadata: ["file": "\(path)", "error": "\(error)"]
             )
-            runtime.publish("agent.reloaded", ["applied": false, "error": .string(error.description)])
+            runtime.publish(.agentReloaded, ["applied": false, "error": .string(error.description)])
             return false
         }
         for warning in loaded.warnings {
@@ -217,7 +253,7 @@ public final class Agent: Sendable {
         pass.update(configuration: next.pass.serviceConfiguration)
         server.setLimits(next.admissionLimits)
         logger.info("configuration reloaded", metadata: ["file": "\(path)"])
-        runtime.publish("agent.reloaded", ["applied": true])
+        runtime.publish(.agentReloaded, ["applied": true])
         return true
     }
 }

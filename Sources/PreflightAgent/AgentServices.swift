@@ -131,12 +131,12 @@ struct IPCService: AgentService {
         try await agent.server.start()
         // Every endpoint is bound: only now may systemd consider us started.
         agent.notifier?.ready(status: agent.statusLine())
-        agent.runtime.publish("agent.ready", ["version": .string(preflightVersion)])
+        agent.runtime.publish(.agentReady, ["version": .string(preflightVersion)])
         agent.logger.info("ready", metadata: ["version": "\(preflightVersion)"])
         try? await gracefulShutdown()
         agent.notifier?.stopping()
         agent.logger.info("stopping")
-        agent.runtime.publish("agent.stopping", ["reason": "signal"])
+        agent.runtime.publish(.agentStopping, ["reason": "signal"])
         await agent.server.stop()
     }
 }

@@ -66,11 +66,11 @@ public final class AgentRuntime: Sendable {
     }
 
     /// Publishes an event with the fields every event carries. Callable from any thread.
-    public func publish(_ topic: String, _ fields: JSONObject) {
+    public func publish(_ topic: EventTopic, _ fields: JSONObject) {
         var body = fields
-        body["topic"] = .string(topic)
+        body["topic"] = .string(topic.topic)
         body["uptimeMs"] = .integer(uptimeMs)
-        server?.publish(topic: topic, body: JSONWriter.encode(.object(body)))
+        server?.publish(topic: topic.topic, body: JSONWriter.encode(.object(body)))
     }
 
     public var uptimeMs: Int64 {

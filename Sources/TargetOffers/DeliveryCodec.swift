@@ -188,6 +188,8 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     /// A 200 whose body carries `message` (Target's error shape).
     case message(String)
     case unparseable(String)
+    /// Not sent: Target is down (calls in a row got no answer) and the agent probes it in the background.
+    case upstreamDown(String)
 
     /// Target refused the request as invalid (400): retrying the same request cannot succeed. Only
     /// notifications can make the agent's own requests invalid (a bad token, a timestamp Target does not
@@ -202,7 +204,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     public var isNetwork: Bool {
         switch self {
         case .timeout, .network: true
-        case .status, .message, .unparseable: false
+        case .status, .message, .unparseable, .upstreamDown: false
         }
     }
 
@@ -214,6 +216,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .status: "status"
         case .message: "message"
         case .unparseable: "unparseable"
+        case .upstreamDown: "upstreamDown"
         }
     }
 
@@ -224,6 +227,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .status(let status, let message): "HTTP \(status)" + (message.map { ": \($0)" } ?? "")
         case .message(let message): message
         case .unparseable(let detail): detail
+        case .upstreamDown(let detail): detail
         }
     }
 }

@@ -23,7 +23,10 @@ extension TargetService {
         execute: [DeliveryMbox],
         profile: [Parameter]
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
-        let batch = stamped(notifications.take(max: configuration.notificationBatchSize, ride: true))
+        // Nothing rides along while Target is down: the call is refused at once.
+        let batch =
+            circuit?.state.isDown == true
+            ? [] : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true))
         let result = await send(
             operation: operation,
             prefetch: prefetch,
@@ -120,6 +123,17 @@ extension TargetService {
         }
     }
 
+    // MARK: probing
+
+    /// While Target is down and a probe is due, one Delivery call with nothing in it (context and
+    /// identity only): any answer brings Target back up, and the notifications held back go at once.
+    func probeIfDue() async {
+        guard let circuit, circuit.probeDue else { return }
+        if case .success = await send(operation: "probe", probe: true), !circuit.state.isDown {
+            notifications.clearBackoff()
+        }
+    }
+
     // MARK: the one upstream call
 
     /// One Delivery API exchange: the request, the counters, what the visitor learns, and the log line and
@@ -129,9 +143,10 @@ extension TargetService {
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
         profile: [Parameter] = [],
-        notifications batch: [DisplayNotification] = []
+        notifications batch: [DisplayNotification] = [],
+        probe: Bool = false
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
-        if prefetch.isEmpty && execute.isEmpty && batch.isEmpty {
+        if prefetch.isEmpty && execute.isEmpty && batch.isEmpty && !probe {
             return .success(
                 DeliveryResponse(
                     tntId: nil,
@@ -157,7 +172,14 @@ extension TargetService {
             let response = try await transport.send(request)
             result = Result { () throws(DeliveryFailure) in try DeliveryResponse.decode(response) }
         } catch {
-            result = .failure(error.kind == .timeout ? .timeout : .network(error.description))
+            switch error.kind {
+            case .upstreamDown:
+                // Refused at once while Target is down: no call was made, and `upstream.down` said so.
+                logger.debug("Target call not made: Target is down", metadata: ["operation": "\(operation)"])
+                return .failure(.upstreamDown(error.detail))
+            case .timeout: result = .failure(.timeout)
+            case .connection, .bodyTooLarge, .cancelled: result = .failure(.network(error.description))
+            }
         }
         let elapsed = ContinuousClock.now - started
         let latencyMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -197,7 +219,7 @@ extension TargetService {
                 metadata: ["operation": "\(operation)", "reason": "\(failure.reason)", "detail": "\(failure.detail)"]
             )
             publish(
-                "upstream.error",
+                .upstreamError,
                 [
                     "service": "target", "operation": .string(operation), "code": .string(failure.reason),
                     "message": .string(failure.detail),

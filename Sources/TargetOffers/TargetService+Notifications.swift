@@ -13,7 +13,9 @@ extension TargetService {
             // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
             // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
             // A batch Target answered without confirming anything waits for the next turn.
-            while !Task.isCancelled {
+            await probeIfDue()
+            // While Target is down the notifications wait: sending them would only grow their backoff.
+            while !Task.isCancelled, circuit?.state.isDown != true {
                 let configuration = self.configuration
                 guard
                     notifications.isDue(

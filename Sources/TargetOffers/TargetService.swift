@@ -57,11 +57,13 @@ public final class TargetService: Sendable {
     public let visitor: VisitorSession
     public let notifications: NotificationQueue
     let transport: any HTTPTransport
+    /// Whether Target answers at all: the breaker of the transport, when it has one (the agent's does).
+    public let circuit: CircuitBreaker?
     /// Monotonic time, and wall time as the upstreams say it is (the box's clock may not be set).
     let clock: any AgentClock
     public let time: UpstreamTime
     let logger: Logger
-    let publish: @Sendable (String, JSONObject) -> Void
+    let publish: @Sendable (EventTopic, JSONObject) -> Void
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
@@ -72,10 +74,11 @@ public final class TargetService: Sendable {
         stateDirectory: String?,
         clock: any AgentClock = SystemClock(),
         logger: Logger,
-        publish: @escaping @Sendable (String, JSONObject) -> Void
+        publish: @escaping @Sendable (EventTopic, JSONObject) -> Void
     ) {
         self.configurationBox = Mutex(configuration)
         self.transport = transport
+        self.circuit = (transport as? CircuitBreakingTransport)?.breaker
         // The agent hands in the UpstreamTime its transport teaches; anything else (tests) gets its own.
         let time = (clock as? UpstreamTime) ?? UpstreamTime(clock)
         self.time = time
@@ -251,7 +254,7 @@ public final class TargetService: Sendable {
             counterBox.withLock { $0.prefetchedMboxes += cachedNames.count }
             let names = command.mboxes.map(\.name)
             publish(
-                "offers.prefetched",
+                .offersPrefetched,
                 [
                     "mboxes": .array(names.map { .string($0) }),
                     "cached": .array(names.filter(cachedNames.contains).map { .string($0) }),
@@ -274,7 +277,7 @@ public final class TargetService: Sendable {
         let cleared = cache.clear(name: name)
         var body: JSONObject = ["cleared": .integer(Int64(cleared))]
         if let name { body["name"] = .string(name) }
-        publish("offers.cleared", body)
+        publish(.offersCleared, body)
         return cleared
     }
 }

@@ -68,6 +68,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case bodyTooLarge
         /// The agent is shutting down or the client was closed.
         case cancelled
+        /// Not sent: the upstream is down (several calls in a row got no answer) and this call is not
+        /// its probe. See `CircuitBreakingTransport`.
+        case upstreamDown
     }
 
     public var kind: Kind
@@ -104,5 +107,41 @@ public struct TimeLearningTransport: HTTPTransport {
             time.learn(dateHeader: date, receivedAt: time.now())
         }
         return response
+    }
+}
+
+/// A transport that refuses calls at once while its upstream is down (`CircuitBreaker`), lets one probe
+/// through at a time, and tells the breaker whether each call got an answer. One per upstream service.
+public struct CircuitBreakingTransport: HTTPTransport {
+    private let inner: any HTTPTransport
+    public let breaker: CircuitBreaker
+
+    public init(_ inner: any HTTPTransport, breaker: CircuitBreaker) {
+        self.inner = inner
+        self.breaker = breaker
+    }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let permission = breaker.permit()
+        if permission == .refuse {
+            throw TransportError(
+                .upstreamDown,
+                "\(breaker.service) is not answering; the agent probes it in the background"
+            )
+        }
+        let probe = permission == .probe
+        do {
+            let response = try await inner.send(request)
+            breaker.answered(wasProbe: probe)
+            return response
+        } catch {
+            switch error.kind {
+            case .timeout, .connection: breaker.unanswered(wasProbe: probe)
+            // A body too large came from a server that answers.
+            case .bodyTooLarge: breaker.answered(wasProbe: probe)
+            case .cancelled, .upstreamDown: breaker.abandoned(wasProbe: probe)
+            }
+            throw error
+        }
     }
 }

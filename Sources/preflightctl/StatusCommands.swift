@@ -99,6 +99,15 @@ struct Status: AgentCommand {
 /// "https://acme.tt.omtrdc.net  ok, last success 3m ago" or "...  FAILING: timeout 12s ago (detail)".
 func upstreamHealth(_ health: JSONValue?) -> String {
     var text = health?["url"]?.stringValue ?? "?"
+    if health?["state"]?.stringValue == "down" {
+        text += "  DOWN"
+        if let since = health?["downSinceMs"]?.doubleValue { text += " since \(age(sinceEpochMs: since))" }
+        text += " (\(number(health?["failuresInARow"])) calls in a row got no answer"
+        if let probe = health?["nextProbeInMs"]?.doubleValue {
+            text += "; next probe in \(formatDuration(milliseconds: probe))"
+        }
+        return text + "; calls are answered without it)"
+    }
     let success = health?["lastSuccessAtMs"]?.doubleValue
     let failure = health?["lastErrorAtMs"]?.doubleValue
     switch (success, failure) {

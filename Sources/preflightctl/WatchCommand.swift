@@ -9,8 +9,8 @@ struct Watch: AgentCommand {
         abstract: "Print the agent's events as they happen, until Ctrl-C.",
         discussion: """
             One line per event: local time, topic, then the event's fields (with --json: the event's JSON, one \
-            per line). Topics: agent.ready, agent.stopping, offers.prefetched, offers.cleared, upstream.error \
-            (and more in later agents). Events published before watch started are not shown.
+            per line). Topics: \(EventTopic.allCases.map(\.topic).joined(separator: ", ")) (and more in later \
+            agents). Events published before watch started are not shown.
             """
     )
 

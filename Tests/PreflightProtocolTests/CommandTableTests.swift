@@ -66,3 +66,17 @@ import Foundation
         }
     }
 }
+
+/// The event table is the one place an event's topic is declared.
+@Suite struct EventTableTests {
+    @Test func protocolDocListsEveryEventAsTheTableDeclaresIt() throws {
+        let doc = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/PROTOCOL.md")
+        let text = String(decoding: try Data(contentsOf: doc), as: UTF8.self)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let header = try #require(lines.firstIndex(of: "| topic | fields | published when |"))
+        let rows = lines[header...].prefix { $0.hasPrefix("|") }.joined(separator: "\n")
+        #expect(rows == EventTopic.markdownTable, "regenerate the table from EventTopic.markdownTable")
+    }
+}

@@ -140,3 +140,81 @@ def test_an_edge_host_that_is_not_a_plain_host_name_is_not_used(target_env, edge
     assert visitor(agent)["edgeHost"] is None
     log = open(os.path.join(target_env.folder, "preflightd.log")).read()
     assert "Target sent an edgeHost that is not a plain host name" in log
+
+
+# 3. An upstream that has gone away ----------------------------------------------------------------
+
+
+class Events:
+    """A subscriber to the agent's events endpoint, collecting what arrives."""
+
+    def __init__(self, agent):
+        import zmq
+
+        self.socket = zmq.Context.instance().socket(zmq.SUB)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.SUBSCRIBE, b"upstream.")
+        self.socket.connect(agent.events)
+        self.seen = []
+
+    def drain(self):
+        import json
+
+        while self.socket.poll(50):
+            topic, body = self.socket.recv_multipart()
+            self.seen.append((topic.decode(), json.loads(body)))
+        return self.seen
+
+    def close(self):
+        self.socket.close()
+
+
+def target_health(agent):
+    return ok(request(agent.admin, "status"))["upstreams"]["target"]
+
+
+@pytest.mark.target_settings(timeout=1)
+def test_when_target_stops_answering_misses_get_default_content_at_once_until_it_is_back(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    assert ok(request(agent.app, "prefetch", {"mboxes": [{"name": "logo"}]}))["success"] is True
+    events = Events(agent)
+    try:
+        # A black-holing firewall: every Delivery call hangs past the agent's one-second timeout.
+        sim.call("POST", "/_sim/faults", {"path": "/rest/v1/delivery", "hangMs": 60_000})
+        miss = {"requests": [{"name": "hero", "defaultContent": "fallback"}]}
+        for _ in range(3):
+            assert ok(request(agent.app, "loadRequests", miss))["contents"][0]["source"] == "default"
+        wait_until("Target marked down", lambda: target_health(agent).get("state") == "down")
+        health = target_health(agent)
+        assert health["failuresInARow"] >= 3 and health["downSinceMs"] > 0
+        # Now a miss is not sent at all: answered with its default content, counted as upstreamDown.
+        calls = len(sim.requests("delivery"))
+        assert ok(request(agent.app, "loadRequests", miss))["contents"] == [
+            {"name": "hero", "content": "fallback", "source": "default"}
+        ]
+        defaults = ok(request(agent.admin, "stats"))["offers"]["defaultsByReason"]
+        assert defaults.get("upstreamDown", 0) >= 1, defaults
+        # Cached answers keep flowing throughout.
+        assert load(agent, "logo")["contents"][0]["source"] == "cache"
+        wait_until("upstream.down", lambda: any(t == "upstream.down" for t, _ in events.drain()))
+        down = next(body for topic, body in events.seen if topic == "upstream.down")
+        assert down["service"] == "target" and down["failures"] >= 3
+        shown = subprocess.run(
+            [os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert "DOWN since" in shown.stdout, shown.stdout
+        # Only probes reach the (hung) upstream while it is down: empty requests, never the app's miss.
+        assert not any("execute" in entry["body"] for entry in sim.requests("delivery")[calls:])
+
+        # The firewall opens: a probe finds Target within seconds and misses go to the network again.
+        sim.call("DELETE", "/_sim/faults")
+        wait_until("Target back up", lambda: target_health(agent).get("state") == "up", timeout=30)
+        wait_until("upstream.up", lambda: any(t == "upstream.up" for t, _ in events.drain()))
+        up = next(body for topic, body in events.seen if topic == "upstream.up")
+        assert up["service"] == "target" and up["downForMs"] > 0
+        assert ok(request(agent.app, "loadRequests", miss))["contents"][0]["source"] == "network"
+        # The display queued while Target was down is delivered.
+        wait_until("the display delivered", lambda: any(n["mbox"] == "logo" for n in sim_notifications(sim)))
+    finally:
+        events.close()

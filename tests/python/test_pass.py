@@ -213,6 +213,31 @@ def test_with_local_cache_disabled_and_adobe_unreachable_the_answer_is_the_netwo
     assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["outcome"] == "response"
 
 
+def test_when_adobe_pass_stops_answering_preauthorize_fails_at_once_until_it_is_back(pass_env):
+    """Issue #14: after three calls in a row get no answer, Adobe Pass is down: preauthorize answers
+    network_error at once without calling it, a probe runs in the background, and it comes back."""
+    pass_env.start(timeout=1)
+    pass_env.login()
+    pass_env.wait_configured()
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["outcome"] == "response"
+    pass_env.sim.call("POST", "/_sim/faults", {"path": "/api/v2/", "drop": True})
+
+    def health():
+        return ok(request(pass_env.agent.admin, "status"))["upstreams"]["pass"]
+
+    for _ in range(3):
+        failure(pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"]), "network_error", "none")
+    wait_until("Adobe Pass marked down", lambda: health().get("state") == "down")
+    calls = pass_env.preauthorize_calls()
+    result = pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])
+    failure(result, "network_error", "none")
+    assert "not answering" in result["status"]["message"]
+    assert pass_env.preauthorize_calls() == calls
+    pass_env.sim.call("DELETE", "/_sim/faults")
+    wait_until("Adobe Pass back up", lambda: health().get("state") == "up", timeout=30)
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["outcome"] == "response"
+
+
 def test_unparseable_answers_and_network_failures(pass_env):
     pass_env.start(timeout=1)
     pass_env.login()

@@ -1,0 +1,51 @@
+/// Every event the agent publishes on its events endpoint (`[topic][JSON body]`), declared once: its
+/// topic and the fields of its body. Publishing takes an `EventTopic`, so no topic is spelled twice;
+/// docs/PROTOCOL.md's "Events" table is `EventTopic.markdownTable` (a test keeps them equal).
+public enum EventTopic: String, CaseIterable, Sendable {
+    case agentReady = "agent.ready"
+    case agentStopping = "agent.stopping"
+    case agentReloaded = "agent.reloaded"
+    case offersPrefetched = "offers.prefetched"
+    case offersCleared = "offers.cleared"
+    case upstreamError = "upstream.error"
+    case upstreamDown = "upstream.down"
+    case upstreamUp = "upstream.up"
+    case authSession = "auth.session"
+    case authDecisions = "auth.decisions"
+
+    /// The topic frame.
+    public var topic: String { rawValue }
+
+    /// The body's fields besides `topic` and `uptimeMs`, and when it is published, for the docs.
+    public var summary: (fields: String, when: String) {
+        switch self {
+        case .agentReady: ("`version`", "the endpoints are bound and the agent answers")
+        case .agentStopping: ("`reason`", "a stop began: new requests get `shutting_down`")
+        case .agentReloaded: ("`applied`, `error`", "after SIGHUP: whether the new configuration applies")
+        case .offersPrefetched: ("`mboxes`, `cached`, `evicted`", "a `prefetch` Target answered")
+        case .offersCleared: ("`cleared`, `name` when one entry was cleared", "the prefetch cache was emptied")
+        case .upstreamError:
+            ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")
+        case .upstreamDown:
+            ("`service`, `failures` (calls in a row without an answer)", "an upstream stopped answering")
+        case .upstreamUp: ("`service`, `downForMs`", "an upstream that was down answered again")
+        case .authSession:
+            (
+                "`requestor`, `state` (authenticated, missing, expired), `mvpd`, `notAfter`",
+                "a requestor's session changed"
+            )
+        case .authDecisions:
+            (
+                "`requestor`, `mvpd`, `permitted`, `denied`, `source` (cache or network), `fromCache`",
+                "a `preauthorize` answered"
+            )
+        }
+    }
+
+    /// docs/PROTOCOL.md's "Events" table.
+    public static var markdownTable: String {
+        (["| topic | fields | published when |", "|---|---|---|"]
+            + allCases.map { "| `\($0.topic)` | \($0.summary.fields) | \($0.summary.when) |" })
+            .joined(separator: "\n")
+    }
+}
