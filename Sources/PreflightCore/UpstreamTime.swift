@@ -81,6 +81,16 @@ public final class UpstreamTime: AgentClock {
         return (inner.epochMilliseconds() - (inner.now() - instant).wholeMilliseconds, correction == nil)
     }
 
+    /// `stamp(at: now())` with each clock read once: the cached load's path.
+    public func stampNow() -> (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool) {
+        let now = inner.now()
+        let correction = state.withLock { $0 }
+        if let correction, let anchor = correction.anchor, let anchorEpochMs = correction.anchorEpochMs {
+            return (now, anchorEpochMs + (now - anchor).wholeMilliseconds, false)
+        }
+        return (now, inner.epochMilliseconds(), correction == nil)
+    }
+
     public func sleep(for duration: Duration) async throws { try await inner.sleep(for: duration) }
 
     // MARK: HTTP dates

@@ -129,9 +129,9 @@ extension TargetService {
     /// identity only): any answer brings Target back up, and the notifications held back go at once.
     func probeIfDue() async {
         guard let circuit, circuit.probeDue else { return }
-        if case .success = await send(operation: "probe", probe: true), !circuit.state.isDown {
-            notifications.clearBackoff()
-        }
+        _ = await send(operation: "probe", probe: true)
+        // Any answer, even an error status, means Target is reachable again.
+        if !circuit.state.isDown { notifications.clearBackoff() }
     }
 
     // MARK: the one upstream call

@@ -137,8 +137,8 @@ public final class TargetService: Sendable {
     /// one buffer written once, with no JSON built on the way.
     public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad?
     {
-        let now = clock.now()
-        let stamp = time.stamp(at: now)
+        let stamp = time.stampNow()
+        let now = stamp.now
         let count = command.requests.count
         // Which offer answered each request, kept only when a miss could need it (more than one request).
         var offers: [CachedOffer?] = []

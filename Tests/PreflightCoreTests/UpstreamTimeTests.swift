@@ -74,3 +74,17 @@ import Testing
         #expect(time.correction == nil && time.epochMilliseconds() == year2000Ms)
     }
 }
+
+@Suite struct UpstreamTimeStampTests {
+    @Test func stampNowIsStampAtNow() {
+        let box = ManualClock(epochOrigin: 946_684_800_000)
+        let time = UpstreamTime(box)
+        let before = time.stampNow()
+        #expect(before.epochMs == 946_684_800_000 && before.byBoxClock && before.now == box.now())
+        time.learn(dateHeader: "Wed, 25 Nov 2026 12:00:00 GMT", receivedAt: box.now())
+        box.advance(by: .seconds(2))
+        let after = time.stampNow()
+        #expect(!after.byBoxClock && after.epochMs == 1_795_608_002_500)
+        #expect(time.stamp(at: after.now) == (epochMs: after.epochMs, byBoxClock: false))
+    }
+}
