@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import PreflightProtocol
 
 struct Ping: AgentCommand {
@@ -35,6 +36,8 @@ struct Status: AgentCommand {
             printJSON(result)
             return
         }
+        // The agent's time: right even on a box whose clock is not set, where the agent's times are Adobe's.
+        let agentNow = result["clock"]?["nowMs"]?.doubleValue.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
         var rows: [(String, String)] = []
         rows.append(("Version", result["version"]?.stringValue ?? "?"))
         rows.append(("PID", result["pid"].map(displayValue) ?? "?"))
@@ -47,7 +50,7 @@ struct Status: AgentCommand {
             rows.append(("Endpoint \(role)", result["endpoints"]?[role]?.stringValue ?? "?"))
         }
         for upstream in ["target", "pass"] {
-            rows.append(("Upstream \(upstream)", upstreamHealth(result["upstreams"]?[upstream])))
+            rows.append(("Upstream \(upstream)", upstreamHealth(result["upstreams"]?[upstream], now: agentNow)))
         }
         if let target = result["target"] {
             let cache = target["cache"]
@@ -70,7 +73,7 @@ struct Status: AgentCommand {
                         + "edge \(visitor?["edgeHost"].map(displayValue) ?? "-"), session \(session) old"
                 )
             )
-            rows.append(("Notifications", notificationsSummary(target["notifications"])))
+            rows.append(("Notifications", notificationsSummary(target["notifications"], now: agentNow)))
         }
         if let pass = result["pass"], pass.objectValue != nil {
             rows.append(
@@ -97,11 +100,13 @@ struct Status: AgentCommand {
 }
 
 /// "https://acme.tt.omtrdc.net  ok, last success 3m ago" or "...  FAILING: timeout 12s ago (detail)".
-func upstreamHealth(_ health: JSONValue?) -> String {
+/// Ages are measured against `now`: the agent's time in `status` (its `clock.nowMs`, right even when the
+/// box's clock is not), else this process's clock.
+func upstreamHealth(_ health: JSONValue?, now: Date = Date()) -> String {
     var text = health?["url"]?.stringValue ?? "?"
     if health?["state"]?.stringValue == "down" {
         text += "  DOWN"
-        if let since = health?["downSinceMs"]?.doubleValue { text += " since \(age(sinceEpochMs: since))" }
+        if let since = health?["downSinceMs"]?.doubleValue { text += " since \(age(sinceEpochMs: since, now: now))" }
         text += " (\(number(health?["failuresInARow"])) calls in a row got no answer"
         if let probe = health?["nextProbeInMs"]?.doubleValue {
             text += "; next probe in \(formatDuration(milliseconds: probe))"
@@ -114,12 +119,13 @@ func upstreamHealth(_ health: JSONValue?) -> String {
     case (nil, nil):
         text += "  (no calls yet)"
     case (let success?, nil):
-        text += "  ok, last success \(age(sinceEpochMs: success))"
+        text += "  ok, last success \(age(sinceEpochMs: success, now: now))"
     case (let success?, let failure?) where success >= failure:
-        text += "  ok, last success \(age(sinceEpochMs: success)), last error \(age(sinceEpochMs: failure))"
+        text +=
+            "  ok, last success \(age(sinceEpochMs: success, now: now)), last error \(age(sinceEpochMs: failure, now: now))"
     default:
         let code = health?["lastErrorCode"]?.stringValue ?? "error"
-        text += "  FAILING: \(code) \(age(sinceEpochMs: failure ?? 0))"
+        text += "  FAILING: \(code) \(age(sinceEpochMs: failure ?? 0, now: now))"
         if let detail = health?["lastError"]?.stringValue { text += " (\(detail))" }
     }
     if let calls = health?["calls"], success != nil || failure != nil {
@@ -135,10 +141,10 @@ func defaultsSummary(_ reasons: JSONValue?) -> String {
 }
 
 /// "1 queued (oldest 4s ago), 4 sent, last error: HTTP 503 (3s ago)".
-func notificationsSummary(_ queue: JSONValue?) -> String {
+func notificationsSummary(_ queue: JSONValue?, now: Date = Date()) -> String {
     var text = "\(number(queue?["queued"])) queued"
     if let oldest = queue?["oldestTimestampMs"]?.doubleValue {
-        text += " (oldest \(age(sinceEpochMs: oldest)))"
+        text += " (oldest \(age(sinceEpochMs: oldest, now: now)))"
     }
     text += ", \(number(queue?["sent"])) sent"
     if let refused = queue?["refused"]?.doubleValue, refused > 0 {
@@ -146,7 +152,7 @@ func notificationsSummary(_ queue: JSONValue?) -> String {
     }
     if let error = queue?["lastError"]?.stringValue {
         text += ", last error: \(error)"
-        if let at = queue?["lastErrorAtMs"]?.doubleValue { text += " (\(age(sinceEpochMs: at)))" }
+        if let at = queue?["lastErrorAtMs"]?.doubleValue { text += " (\(age(sinceEpochMs: at, now: now)))" }
     }
     return text
 }
