@@ -26,6 +26,9 @@ public final class UpstreamTime: AgentClock {
     private let inner: any AgentClock
     private let tolerance: Duration
     private let state = Mutex<Correction?>(nil)
+    /// What `state` says, readable without the lock on the cached-load path: 0 nothing learned yet,
+    /// 1 the box's clock agrees (use it), 2 correcting (read the anchor under the lock).
+    private let mode = Atomic<UInt8>(0)
 
     /// - Parameters:
     ///   - inner: the box's clocks (`SystemClock()` in the agent, a `ManualClock` in tests).
@@ -57,6 +60,7 @@ public final class UpstreamTime: AgentClock {
                 anchorEpochMs: agrees ? nil : upstreamMs,
                 anchor: agrees ? nil : receivedAt
             )
+            mode.store(agrees ? 1 : 2, ordering: .releasing)
         }
     }
 
@@ -84,6 +88,11 @@ public final class UpstreamTime: AgentClock {
     /// `stamp(at: now())` with each clock read once: the cached load's path.
     public func stampNow() -> (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool) {
         let now = inner.now()
+        switch mode.load(ordering: .acquiring) {
+        case 0: return (now, inner.epochMilliseconds(), true)
+        case 1: return (now, inner.epochMilliseconds(), false)
+        default: break
+        }
         let correction = state.withLock { $0 }
         if let correction, let anchor = correction.anchor, let anchorEpochMs = correction.anchorEpochMs {
             return (now, anchorEpochMs + (now - anchor).wholeMilliseconds, false)
