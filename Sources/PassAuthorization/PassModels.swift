@@ -89,16 +89,4 @@ public struct UpstreamHealth: Sendable, Equatable {
     public var lastErrorCode: String?
     public var lastErrorStatus: Int?
     public var lastErrorOperation: String?
-
-    public var json: JSONValue {
-        [
-            "calls": .integer(Int64(calls)),
-            "errors": .integer(Int64(errors)),
-            "lastSuccessAtMs": lastSuccessAtMs.map { .integer($0) } ?? .null,
-            "lastErrorAtMs": lastErrorAtMs.map { .integer($0) } ?? .null,
-            "lastErrorCode": lastErrorCode.map { .string($0) } ?? .null,
-            "lastErrorStatus": lastErrorStatus.map { .integer(Int64($0)) } ?? .null,
-            "lastErrorOperation": lastErrorOperation.map { .string($0) } ?? .null,
-        ]
-    }
 }

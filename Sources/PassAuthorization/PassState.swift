@@ -1,5 +1,3 @@
-import PreflightProtocol
-
 /// Everything the `Preauthorizer` shares between the agent's I/O thread and its tasks, behind one mutex.
 struct PassState: Sendable {
     var configuration: PassConfiguration
@@ -47,16 +45,16 @@ enum SessionState: Sendable, Hashable {
     }
 }
 
-/// Answer counters of one requestor.
-struct AnswerCounters: Sendable, Hashable {
+/// Answer counters of one requestor, shown by `auth.list`.
+public struct AnswerCounters: Sendable, Hashable {
     /// By outcome: `response`, `failure`.
-    var outcomes: [String: Int] = [:]
+    public internal(set) var outcomes: [String: Int] = [:]
     /// By status code: the agent's codes, Adobe's top-level codes, and item-level error codes.
-    var codes: [String: Int] = [:]
-    var permitted = 0
-    var denied = 0
+    public internal(set) var codes: [String: Int] = [:]
+    public internal(set) var permitted = 0
+    public internal(set) var denied = 0
     /// Decisions served from the decision cache.
-    var fromCache = 0
+    public internal(set) var fromCache = 0
 
     /// Counts one answer; `fromCache` is how many of its decisions came from the decision cache.
     mutating func record(_ answer: PreauthorizeAnswer, fromCache: Int) {
@@ -69,17 +67,6 @@ struct AnswerCounters: Sendable, Hashable {
             }
         }
         self.fromCache += fromCache
-    }
-
-    var json: JSONValue {
-        [
-            "outcomes": Self.sorted(outcomes), "codes": Self.sorted(codes), "permitted": .integer(Int64(permitted)),
-            "denied": .integer(Int64(denied)), "fromCache": .integer(Int64(fromCache)),
-        ]
-    }
-
-    private static func sorted(_ counts: [String: Int]) -> JSONValue {
-        .object(JSONObject(counts.sorted { $0.key < $1.key }.map { (key: $0.key, value: .integer(Int64($0.value))) }))
     }
 }
 

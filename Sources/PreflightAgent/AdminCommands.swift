@@ -142,7 +142,7 @@ extension CommandDispatcher {
 
     private func passHealth(_ configuration: AgentConfiguration, _ snapshot: PassSnapshot) -> JSONValue {
         var health: JSONObject = ["url": .string(configuration.pass.effectiveServerURL)]
-        for member in snapshot.upstream.json.objectValue ?? JSONObject() { health[member.key] = member.value }
+        for member in snapshot.upstream.members { health[member.key] = member.value }
         for member in circuitMembers(pass.circuit) { health[member.key] = member.value }
         return .object(health)
     }

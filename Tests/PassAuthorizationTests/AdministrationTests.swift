@@ -14,26 +14,26 @@ import UpstreamHTTP
     harness.clock.advance(by: .seconds(7))
     _ = await harness.preauthorize(["r1"])
     _ = await harness.preauthorize(["x"], requestor: "hbo")
-    let snapshot = harness.preauthorizer.snapshot().json
-    #expect(snapshot["serverURL"] == "https://pass.test")
-    #expect(snapshot["registration"]?["state"] == "registered")
-    #expect(snapshot["accessToken"]?["state"] == "valid")
-    #expect(snapshot["accessToken"]?["expiresAt"] == .integer(harness.clock.epochOrigin + 3_600_000))
-    let espn = try #require(snapshot["requestors"]?["espn"])
-    #expect(espn["configuration"]?["state"] == "configured")
-    #expect(espn["configuration"]?["mvpds"] == ["Cablevision", "Comcast_SSO"])
-    #expect(espn["session"]?["state"] == "authenticated")
-    #expect(espn["session"]?["mvpd"] == "Cablevision")
-    #expect(espn["session"]?["notAfter"] == .integer(harness.clock.epochOrigin + 3_600_000))
-    #expect(espn["decisions"] == [["mvpd": "Cablevision", "resource": "r1", "ageMs": 7000]])
-    #expect(espn["counters"]?["outcomes"] == ["response": 2])
-    #expect(espn["counters"]?["codes"] == ["preauthorization_denied_by_mvpd": 1])
-    #expect(espn["counters"]?["permitted"] == 2)
-    #expect(espn["counters"]?["denied"] == 1)
-    #expect(espn["counters"]?["fromCache"] == 1)
-    #expect(snapshot["requestors"]?["nbc"]?["configuration"]?["state"] == "pending")
-    #expect(snapshot["requestors"]?["nbc"]?["session"]?["state"] == "unknown")
-    #expect(snapshot["unknownRequestorAnswers"] == 1)
+    let snapshot = harness.preauthorizer.snapshot()
+    #expect(snapshot.serverURL == "https://pass.test")
+    #expect(snapshot.registration == .registered)
+    #expect(snapshot.token == .valid)
+    #expect(snapshot.tokenExpiresAtMs == harness.clock.epochOrigin + 3_600_000)
+    let espn = try #require(snapshot.requestor("espn"))
+    #expect(espn.configurationState == .configured)
+    #expect(espn.mvpds == ["Cablevision", "Comcast_SSO"])
+    #expect(espn.sessionState == "authenticated")
+    #expect(espn.sessionMvpd == "Cablevision")
+    #expect(espn.sessionNotAfterMs == harness.clock.epochOrigin + 3_600_000)
+    #expect(espn.decisions == [PassSnapshot.Requestor.Decision(mvpd: "Cablevision", resource: "r1", ageMs: 7000)])
+    #expect(espn.counters.outcomes == ["response": 2])
+    #expect(espn.counters.codes == ["preauthorization_denied_by_mvpd": 1])
+    #expect(espn.counters.permitted == 2)
+    #expect(espn.counters.denied == 1)
+    #expect(espn.counters.fromCache == 1)
+    #expect(snapshot.requestor("nbc")?.configurationState == .pending)
+    #expect(snapshot.requestor("nbc")?.sessionState == "unknown")
+    #expect(snapshot.unknownRequestorAnswers == 1)
 }
 
 @Test func clearDropsProfilesAndDecisionsButKeepsTheRegistration() async {
@@ -57,7 +57,7 @@ import UpstreamHTTP
     #expect(cleared.registration)
     #expect(cleared.requestor == nil)
     #expect(!FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
-    #expect(harness.preauthorizer.snapshot().json["accessToken"]?["state"] == "none")
+    #expect(harness.preauthorizer.snapshot().token == PassSnapshot.TokenState.none)
     #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
     #expect(harness.fake.count("register") == 2)
     #expect(FileSystem.permissions(of: "\(harness.directory)/pass-registration.json") == 0o600)
@@ -77,7 +77,7 @@ import UpstreamHTTP
     #expect(await harness.preauthorize(["r1"], requestor: "fox") == permits(["r1"]))
     #expect(harness.fake.requests("preauthorize").last?.timeout == .seconds(2))
     #expect(harness.fake.count("token") == 1, "the token survives a reload that keeps the server")
-    #expect(harness.preauthorizer.snapshot().json["requestors"]?.objectValue?.keys == ["nbc", "fox"])
+    #expect(harness.preauthorizer.snapshot().requestors.map(\.name) == ["nbc", "fox"])
 }
 
 @Test func newServerURLRegistersAndConfiguresAgain() async {
@@ -100,13 +100,13 @@ import UpstreamHTTP
     let run = Pending { await harness.preauthorizer.run() }
     #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
     #expect(harness.fake.count("register") == 1)
-    #expect(harness.preauthorizer.snapshot().json["requestors"]?["espn"]?["configuration"]?["state"] == "failed")
-    #expect(harness.preauthorizer.snapshot().json["requestors"]?["nbc"]?["configuration"]?["state"] == "configured")
+    #expect(harness.preauthorizer.snapshot().requestor("espn")?.configurationState == .failed)
+    #expect(harness.preauthorizer.snapshot().requestor("nbc")?.configurationState == .configured)
     #expect(harness.clock.nextWakeUp == .seconds(1))
     harness.clock.advance(by: .seconds(1))
     #expect(await eventually { harness.fake.count("configuration") == 3 })
     #expect(await eventually { harness.clock.sleeperCount == 1 })
-    #expect(harness.preauthorizer.snapshot().json["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
+    #expect(harness.preauthorizer.snapshot().requestor("espn")?.configurationState == .configured)
     // A reload wakes the loop at once for a new requestor.
     harness.preauthorizer.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
     #expect(await eventually { harness.fake.count("configuration") == 4 })
@@ -137,7 +137,8 @@ import UpstreamHTTP
 
     var output = harness.logs.all
     output += harness.events.all.map { "\($0.topic) \(JSONValue.object($0.body).text)" }
-    output.append(harness.preauthorizer.snapshot().json.text)
+    // Everything the snapshot holds, every field the agent may show (auth.list, status, the status line).
+    output.append(String(describing: harness.preauthorizer.snapshot()))
     let secrets = [Harness.softwareStatement] + harness.fake.clientSecrets + harness.fake.issuedTokens
     #expect(secrets.count >= 5)
     #expect(harness.logs.all.count > 5, "logging was captured")

@@ -146,9 +146,9 @@ struct SimulatorTests {
             let cached = preauthorizer.cachedResponse(for: PreauthorizeCommand(requestor: "espn", resources: ["r2"]))
             #expect(cached == permits(["r2"]))
             #expect(FileSystem.permissions(of: "\(directory)/pass-registration.json") == 0o600)
-            let snapshot = preauthorizer.snapshot().json
-            #expect(snapshot["requestors"]?["espn"]?["configuration"]?["state"] == "configured")
-            #expect(snapshot["requestors"]?["espn"]?["session"]?["mvpd"] == "Cablevision")
+            let espn = preauthorizer.snapshot().requestor("espn")
+            #expect(espn?.configurationState == .configured)
+            #expect(espn?.sessionMvpd == "Cablevision")
             #expect(events.bodies("auth.session").first?["state"] == "authenticated")
             let stats = try await simulator.control("GET", "/_sim/stats")
             #expect(stats["registrations"] == 1)

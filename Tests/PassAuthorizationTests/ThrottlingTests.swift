@@ -69,7 +69,7 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(
         harness.events.bodies("upstream.error").contains { $0["status"] == 429 && $0["operation"] == "preauthorize" }
     )
-    #expect(harness.preauthorizer.snapshot().json["pacing"]?["burstRemaining"] == 0)
+    #expect(harness.preauthorizer.snapshot().burstRemaining == 0)
 }
 
 @Test func throttledRequestWithoutRetryAfterBacksOff() async {

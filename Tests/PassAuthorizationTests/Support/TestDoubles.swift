@@ -392,6 +392,11 @@ extension JSONValue {
     var text: String { JSONWriter.string(self) }
 }
 
+extension PassSnapshot {
+    /// The requestor of that name, if the snapshot shows it.
+    func requestor(_ name: String) -> Requestor? { requestors.first { $0.name == name } }
+}
+
 extension PreauthorizeAnswer {
     /// The decisions, in request order; none for an Adobe error or a failure.
     var decisions: [ResourceDecision] {
