@@ -25,8 +25,7 @@ public struct DisplayNotification: Sendable, Hashable {
         targeting: MboxTargeting,
         profileParameters: [Parameter],
         timestampMs: Int64,
-        stampedByBoxClock: Bool = false,
-        displayedAt: ContinuousClock.Instant? = nil
+        stampedByBoxClock: Bool = false
     ) -> DisplayNotification {
         let id = RandomUUID.make()
         var writer = JSONWriter(reservingCapacity: 96 + offer.notificationFragment.count)
@@ -51,7 +50,6 @@ public struct DisplayNotification: Sendable, Hashable {
             timestampMs: timestampMs,
             mboxName: offer.name,
             stampedByBoxClock: stampedByBoxClock,
-            displayedAt: displayedAt,
             encoded: writer.bytes,
             timestampDigits: digits
         )
@@ -62,7 +60,6 @@ public struct DisplayNotification: Sendable, Hashable {
         timestampMs: Int64,
         mboxName: String,
         stampedByBoxClock: Bool,
-        displayedAt: ContinuousClock.Instant?,
         encoded: [UInt8],
         timestampDigits: Range<Int>
     ) {
@@ -70,7 +67,6 @@ public struct DisplayNotification: Sendable, Hashable {
         self.timestampMs = timestampMs
         self.mboxName = mboxName
         self.stampedByBoxClock = stampedByBoxClock
-        self.displayedAt = displayedAt
         self.encoded = encoded
         self.timestampDigits = timestampDigits
     }
@@ -102,7 +98,6 @@ public struct DisplayNotification: Sendable, Hashable {
             timestampMs: Int64(timestamp),
             mboxName: item["mbox"]?["name"]?.stringValue ?? "",
             stampedByBoxClock: stampedByBoxClock,
-            displayedAt: nil,
             encoded: writer.bytes,
             timestampDigits: digits
         )

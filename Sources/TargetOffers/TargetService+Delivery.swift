@@ -79,7 +79,7 @@ extension TargetService {
         case .failure(let failure) where failure.isRefusal:
             // Stamped by the box's clock before any response said the real time, and this response did:
             // the timestamps were the fault. Stamp them again and resend; nothing is dropped for it.
-            if batch.contains(where: \.stampedByBoxClock), time.correction != nil {
+            if batch.contains(where: { $0.stampedByBoxClock }), time.correction != nil {
                 return await sendIsolating(stamped(batch))
             }
             guard batch.count > 1 else {
@@ -110,11 +110,11 @@ extension TargetService {
     /// has told it: by the notification's monotonic age when it was displayed in this run, else (replayed
     /// from the journal) by the offset learned.
     func stamped(_ batch: [DisplayNotification]) -> [DisplayNotification] {
-        guard batch.contains(where: \.stampedByBoxClock), let correction = time.correction else { return batch }
+        guard batch.contains(where: { $0.stampedByBoxClock }), let correction = time.correction else { return batch }
         return batch.map { notification in
             guard notification.stampedByBoxClock else { return notification }
             var restamped = notification
-            if let displayedAt = notification.displayedAt {
+            if let displayedAt = boxClockDisplays.withLock({ $0.removeValue(forKey: notification.id) }) {
                 restamped.restamp(time.epochMilliseconds(at: displayedAt))
             } else {
                 restamped.restamp(notification.timestampMs + correction.offsetMs)

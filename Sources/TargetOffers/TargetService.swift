@@ -66,6 +66,9 @@ public final class TargetService: Sendable {
     let publish: @Sendable (EventTopic, JSONObject) -> Void
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
+    /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
+    /// by its age once the real time is known. Only displays before the first upstream response are here.
+    let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
@@ -152,16 +155,20 @@ public final class TargetService: Sendable {
             if hits > 0 { reply.appendASCII(",") }
             hits += 1
             reply.writeRaw(offer.loadResultElement)
-            notifications.enqueue(
-                .display(
-                    of: offer,
-                    targeting: request.targeting,
-                    profileParameters: command.profileParameters,
-                    timestampMs: stamp.epochMs,
-                    stampedByBoxClock: stamp.byBoxClock,
-                    displayedAt: now
-                )
+            let notification = DisplayNotification.display(
+                of: offer,
+                targeting: request.targeting,
+                profileParameters: command.profileParameters,
+                timestampMs: stamp.epochMs,
+                stampedByBoxClock: stamp.byBoxClock
             )
+            if stamp.byBoxClock {
+                // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
+                // past the queue's capacity a display is stamped again by the offset instead.
+                let capacity = configuration.notificationQueueCapacity
+                boxClockDisplays.withLock { if $0.count < capacity { $0[notification.id] = now } }
+            }
+            notifications.enqueue(notification)
         }
         let misses = count - hits
         counterBox.withLock {
