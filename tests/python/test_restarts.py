@@ -484,7 +484,9 @@ def test_the_notification_journal_stays_bounded_while_target_is_down(setup):
     finally:
         dealer.close()
     status = setup.admin("notifications.status")
-    assert status["queued"] + status["inFlight"] <= capacity
+    # `queued` counts what is in flight too (PROTOCOL.md): adding `inFlight` again failed whenever the
+    # status arrived while a (refused) batch was out, which a loaded machine makes likely.
+    assert status["queued"] <= capacity and status["inFlight"] <= status["queued"]
     assert status["droppedOverflow"] >= loads - capacity - 50
     # The queue holds at most 100 notifications; 3,000 loads' history is not needed to restore them.
     # The sender's loop compacts the journal to what is queued once it holds over 1,000 lines.
