@@ -17,7 +17,7 @@ extension AgentConfiguration {
     }
 
     /// `section.name` of the key that sets `field`, for messages that name a key.
-    static func path(of field: PartialKeyPath<AgentConfiguration> & Sendable) -> String {
+    public static func path(of field: PartialKeyPath<AgentConfiguration> & Sendable) -> String {
         guard let key = keys.first(where: { $0.field == field }) else {
             preconditionFailure("\(field) is not in AgentConfiguration.keys")
         }

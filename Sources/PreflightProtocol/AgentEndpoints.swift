@@ -43,6 +43,9 @@ public enum AgentEndpoint: String, CaseIterable, Sendable {
     /// The key in the `agent` section: `appEndpoint`, `adminEndpoint`, `eventsEndpoint`.
     public var configurationKey: String { rawValue + "Endpoint" }
 
+    /// `agent.appEndpoint` and its siblings, as messages and help texts name the key.
+    public var path: String { ConfigurationSection.agent.path(of: configurationKey) }
+
     /// `ipc:///run/preflight/app.sock` and its siblings.
     public var defaultAddress: String { "ipc:///run/preflight/\(rawValue).sock" }
 

@@ -117,7 +117,7 @@ struct AppEndpointOptions: ParsableArguments {
     @Option(
         name: .customLong("app-endpoint"),
         help: ArgumentHelp(
-            "App endpoint (overrides agent.appEndpoint of --config), e.g. ipc:///run/preflight/app.sock.",
+            "App endpoint (overrides \(AgentEndpoint.app.path) of --config), e.g. \(AgentEndpoint.app.defaultAddress).",
             valueName: "endpoint"
         )
     )

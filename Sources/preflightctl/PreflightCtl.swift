@@ -40,7 +40,7 @@ struct PreflightCtl: ParsableCommand {
         discussion: """
             Start with `preflightctl status`: agent, upstream health (Target, Adobe Pass), offer cache and \
             notification queue on one screen. The admin endpoint comes from --config \
-            (agent.adminEndpoint) or --endpoint; commands that act as an app use agent.appEndpoint.
+            (\(AgentEndpoint.admin.path)) or --endpoint; commands that act as an app use \(AgentEndpoint.app.path).
 
             Exit codes: 0 ok, 1 the agent reported an error, 2 usage, 3 agent not reachable, 4 not permitted.
             """,

@@ -29,7 +29,7 @@ struct Watch: AgentCommand {
     @Option(
         name: .customLong("events-endpoint"),
         help: ArgumentHelp(
-            "Events endpoint (overrides agent.eventsEndpoint of --config), e.g. ipc:///run/preflight/events.sock.",
+            "Events endpoint (overrides \(AgentEndpoint.events.path) of --config), e.g. \(AgentEndpoint.events.defaultAddress).",
             valueName: "endpoint"
         )
     )

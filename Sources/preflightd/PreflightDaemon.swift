@@ -41,7 +41,11 @@ struct PreflightDaemon: AsyncParsableCommand {
     @Flag(name: .long, help: "Validate the configuration file and exit (0 valid, 78 not).")
     var checkConfig = false
 
-    @Option(name: .long, help: "Override agent.logLevel (trace, debug, info, notice, warning, error, critical).")
+    @Option(
+        name: .long,
+        help:
+            "Override \(AgentConfiguration.path(of: \.agent.logLevel)) (trace, debug, info, notice, warning, error, critical)."
+    )
     var logLevel: String?
 
     func run() async throws {
