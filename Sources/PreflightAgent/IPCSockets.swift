@@ -28,13 +28,20 @@ extension IPCServer {
             role == .app ? app : admin
         }
 
+        /// Closes every socket, giving libzmq's I/O thread time (`closingLingerMilliseconds`) to hand the
+        /// last replies and `agent.stopping` to their peers: the context's termination waits for that.
+        /// 200 ms was not enough on a loaded machine (CI lost `agent.stopping` once); a peer that reads
+        /// makes the wait far shorter, and one that does not read costs at most this at stop.
         func closeAll() {
             for socket in [app, admin, events] + (zap.map { [$0] } ?? []) {
-                try? socket.setOption(.linger(milliseconds: 200))
+                try? socket.setOption(.linger(milliseconds: IPCServer.closingLingerMilliseconds))
                 socket.close()
             }
         }
     }
+
+    /// How long closing sockets may wait for unsent messages to leave (zmq `ZMQ_LINGER`).
+    static let closingLingerMilliseconds: Int32 = 2000
 
     func bindSockets() throws(AgentError) -> Sockets {
         let context: ZeroMQContext
