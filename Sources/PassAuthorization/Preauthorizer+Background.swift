@@ -15,7 +15,9 @@ extension Preauthorizer {
                 if circuit.probeDue { await probe(configuration) }
                 if circuit.state.isDown {
                     let probeAt = circuit.state.nextProbeAt ?? clock.now() + .seconds(1)
-                    await wakeUp.wait(timeout: max(probeAt - clock.now(), .milliseconds(50)), clock: clock)
+                    // At least a second: a probe the access token's own back-off kept from calling leaves
+                    // the probe due, and this loop must not spin on it.
+                    await wakeUp.wait(timeout: max(probeAt - clock.now(), .seconds(1)), clock: clock)
                     continue
                 }
                 tokenFailures = 0
