@@ -63,7 +63,12 @@ let package = Package(
         ),
         .target(
             name: "StateFiles",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "PreflightCore",
+                "PreflightProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(

@@ -13,20 +13,26 @@ struct DecisionCache: Sendable {
     /// Bound on entries: each is small, but resource ids come from apps. Oldest go first.
     static let capacity = 10_000
 
-    private var storedAt: [Key: ContinuousClock.Instant] = [:]
+    private struct Entry: Sendable {
+        var at: ContinuousClock.Instant
+        /// Adobe's `source` of the permit (`mvpd`, `degradation`, …), answered with it from the cache.
+        var source: String?
+    }
+
+    private var storedAt: [Key: Entry] = [:]
 
     var count: Int { storedAt.count }
 
-    /// Whether a permit for `key` is younger than `ttl`.
-    func isFreshPermit(_ key: Key, now: ContinuousClock.Instant, ttl: Duration) -> Bool {
-        guard let stored = storedAt[key] else { return false }
-        return now - stored < ttl
+    /// The permit for `key` when it is younger than `ttl`, as the decision to answer with.
+    func freshPermit(_ key: Key, now: ContinuousClock.Instant, ttl: Duration) -> ResourceDecision? {
+        guard let stored = storedAt[key], now - stored.at < ttl else { return nil }
+        return ResourceDecision(resource: key.resource, authorized: true, source: stored.source)
     }
 
     /// Keeps a permit (or refreshes its age).
-    mutating func storePermit(_ key: Key, now: ContinuousClock.Instant) {
-        storedAt[key] = now
-        if storedAt.count > Self.capacity, let oldest = storedAt.min(by: { $0.value < $1.value })?.key {
+    mutating func storePermit(_ key: Key, source: String?, now: ContinuousClock.Instant) {
+        storedAt[key] = Entry(at: now, source: source)
+        if storedAt.count > Self.capacity, let oldest = storedAt.min(by: { $0.value.at < $1.value.at })?.key {
             storedAt[oldest] = nil
         }
     }
@@ -50,13 +56,13 @@ struct DecisionCache: Sendable {
 
     /// Drops entries older than `ttl`.
     mutating func purge(now: ContinuousClock.Instant, ttl: Duration) {
-        storedAt = storedAt.filter { now - $0.value < ttl }
+        storedAt = storedAt.filter { now - $0.value.at < ttl }
     }
 
     /// A requestor's entries with their age, oldest first, for the admin view.
     func entries(requestor: String, now: ContinuousClock.Instant) -> [(mvpd: String, resource: String, age: Duration)] {
         storedAt.filter { $0.key.requestor == requestor }
-            .sorted { ($0.value, $0.key.resource) < ($1.value, $1.key.resource) }
-            .map { (mvpd: $0.key.mvpd, resource: $0.key.resource, age: now - $0.value) }
+            .sorted { ($0.value.at, $0.key.resource) < ($1.value.at, $1.key.resource) }
+            .map { (mvpd: $0.key.mvpd, resource: $0.key.resource, age: now - $0.value.at) }
     }
 }

@@ -116,6 +116,10 @@ public struct PassConfiguration: Sendable, Equatable {
     public var sessionRecheckInterval: Duration
     /// Request pacing. `pass.pacing.interval` (seconds), `pass.pacing.burst`.
     public var pacing: PassPacing
+    /// How often a pending sign-in asks Adobe whether the user has signed in (`GET profiles/code/{code}`).
+    /// Adobe's guidance is every few seconds; each poll spends one of the box's ~1 request per second.
+    /// `pass.signInPollInterval` (seconds).
+    public var signInPollInterval: Duration
 
     /// Adobe Pass's production address, when no server is configured.
     public static let defaultServerURL = "https://sp.auth.adobe.com"
@@ -132,7 +136,8 @@ public struct PassConfiguration: Sendable, Equatable {
         timeout: Duration = .seconds(5),
         answerDeadline: Duration = .seconds(15),
         sessionRecheckInterval: Duration = .seconds(5),
-        pacing: PassPacing = PassPacing()
+        pacing: PassPacing = PassPacing(),
+        signInPollInterval: Duration = .seconds(5)
     ) {
         self.serverURL = serverURL
         self.softwareStatement = softwareStatement
@@ -146,6 +151,7 @@ public struct PassConfiguration: Sendable, Equatable {
         self.answerDeadline = answerDeadline
         self.sessionRecheckInterval = sessionRecheckInterval
         self.pacing = pacing
+        self.signInPollInterval = signInPollInterval
     }
 
     /// `serverURL` without trailing slashes.

@@ -8,6 +8,11 @@ enum PassOperation: String, Sendable {
     case configuration
     case profiles
     case preauthorize
+    case createSession
+    case sessionStatus
+    case profileForCode
+    case authorize
+    case logout
 }
 
 /// What an upstream call can come back with: the value, a top-level Adobe Pass error (passed through to
@@ -24,15 +29,36 @@ struct UpstreamSettings: Sendable, Equatable {
     var device: DeviceIdentity
 }
 
+/// A TV provider (MVPD) a requestor integrates with, for an app's provider picker.
+public struct Provider: Sendable, Hashable {
+    public var id: String
+    public var displayName: String?
+    public var logoUrl: String?
+
+    init?(json: JSONValue) {
+        guard let id = json["id"]?.stringValue, !id.isEmpty else { return nil }
+        self.id = id
+        displayName = json["displayName"]?.stringValue
+        logoUrl = json["logoUrl"]?.stringValue
+    }
+
+    public init(id: String, displayName: String? = nil, logoUrl: String? = nil) {
+        self.id = id
+        self.displayName = displayName
+        self.logoUrl = logoUrl
+    }
+}
+
 /// A requestor's configuration as far as the agent uses it.
 struct RequestorConfiguration: Sendable, Hashable {
-    /// The MVPDs with an active integration.
-    var mvpds: [String]
+    /// The MVPDs with an active integration, in Adobe's order.
+    var providers: [Provider]
+
+    var mvpds: [String] { providers.map(\.id) }
 
     init?(json: JSONValue) {
         guard case .object(let object) = json else { return nil }
-        let mvpds = object["requestor"]?["mvpds"]?.arrayValue ?? []
-        self.mvpds = mvpds.compactMap { $0["id"]?.stringValue }
+        providers = (object["requestor"]?["mvpds"]?.arrayValue ?? []).compactMap(Provider.init(json:))
     }
 }
 
@@ -42,6 +68,10 @@ struct AuthenticatedProfile: Sendable, Hashable {
     /// Wall-clock milliseconds since the epoch.
     var notBefore: Int64
     var notAfter: Int64
+    /// `regular`, `temporary` (TempPass), … as Adobe names it.
+    var type = "regular"
+    /// The user metadata: name to Adobe's `{"value", "state"}` object.
+    var attributes = JSONObject()
 
     /// Only `notAfter` decides: a box whose clock runs a little behind must not refuse a fresh login.
     func isValid(atEpochMilliseconds now: Int64) -> Bool { now < notAfter }
@@ -55,7 +85,15 @@ struct AuthenticatedProfile: Sendable, Hashable {
         for (mvpd, profile) in byMvpd {
             guard let notAfter = profile["notAfter"]?.doubleValue else { return nil }
             let notBefore = profile["notBefore"]?.doubleValue ?? 0
-            list.append(AuthenticatedProfile(mvpd: mvpd, notBefore: Int64(notBefore), notAfter: Int64(notAfter)))
+            list.append(
+                AuthenticatedProfile(
+                    mvpd: mvpd,
+                    notBefore: Int64(notBefore),
+                    notAfter: Int64(notAfter),
+                    type: profile["type"]?.stringValue ?? "regular",
+                    attributes: profile["attributes"]?.objectValue ?? [:]
+                )
+            )
         }
         return list
     }

@@ -96,10 +96,10 @@ extension Preauthorizer {
                     counters: requestorState.counters
                 )
                 switch requestorState.configuration {
-                case .configured(let at, let mvpds):
+                case .configured(let at, let providers):
                     entry.configurationState = .configured
                     entry.configuredAtMs = at
-                    entry.mvpds = mvpds
+                    entry.mvpds = providers.map(\.id)
                 case .pending:
                     entry.configurationAttempts = requestorState.configurationAttempts
                 }

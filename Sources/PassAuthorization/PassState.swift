@@ -20,7 +20,7 @@ struct PassState: Sendable {
 enum ConfigurationState: Sendable, Hashable {
     case pending
     /// Wall-clock time of success, and the MVPDs it listed.
-    case configured(atEpochMilliseconds: Int64, mvpds: [String])
+    case configured(atEpochMilliseconds: Int64, providers: [Provider])
 }
 
 /// What the agent knows of the authenticated session of the box for one requestor.
@@ -82,8 +82,32 @@ struct RequestorState: Sendable {
     var session = SessionState.unknown
     var counters = AnswerCounters()
 
+    /// The sign-in under way (a code shown to the user), kept in `pass-signin.json` across restarts.
+    var signIn: PendingSignIn?
+    /// When the watcher next looks at `signIn`.
+    var signInPoll: SignInPoll?
+    /// The provider the app chose (`setSelectedProvider`), kept in `pass-signin.json`.
+    var selectedProvider: String?
+    /// Playback permits from `getAuthorization`/`checkAuthorization`, by resource, until their `notAfter`.
+    /// Never a media token: those go to the asking app only.
+    var permits: [String: HeldPermit] = [:]
+
     var isConfigured: Bool {
         if case .configured = configuration { return true }
         return false
     }
+
+    /// The MVPDs of the configuration, once retrieved.
+    var providers: [Provider]? {
+        if case .configured(_, let providers) = configuration { return providers }
+        return nil
+    }
+}
+
+/// An authorize permit the agent holds for `checkAuthorization`.
+struct HeldPermit: Sendable, Hashable {
+    var mvpd: String
+    var source: String?
+    /// Wall-clock milliseconds: Adobe's decision `notAfter`, else the media token's.
+    var notAfter: Int64
 }

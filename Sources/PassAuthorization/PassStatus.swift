@@ -130,6 +130,16 @@ public struct ResourceDecision: Sendable, Hashable {
     public internal(set) var authorized: Bool
     /// The item-level `error`, passed through.
     public internal(set) var error: AdobeStatus?
+    /// Where Adobe's decision came from: `mvpd`, `degradation`, `temppass`, `dummy`; nil when Adobe sent
+    /// none.
+    public internal(set) var source: String?
+
+    init(resource: String, authorized: Bool, error: AdobeStatus? = nil, source: String? = nil) {
+        self.resource = resource
+        self.authorized = authorized
+        self.error = error
+        self.source = source
+    }
 
     /// A clean permit: the only kind of decision the cache keeps.
     var isCacheablePermit: Bool { authorized && error == nil }

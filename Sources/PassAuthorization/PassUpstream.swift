@@ -154,7 +154,7 @@ final class PassUpstream: Sendable {
             HTTPRequest(
                 method: "GET",
                 url: "\(settings.configuration.baseURL)/api/v2/\(Encoding.percentEncoded(requestor))/configuration",
-                headers: Self.restHeaders(settings, token: token, jsonBody: false),
+                headers: Self.restHeaders(settings, token: token),
                 timeout: settings.configuration.timeout
             )
         }
@@ -170,7 +170,7 @@ final class PassUpstream: Sendable {
             HTTPRequest(
                 method: "GET",
                 url: "\(settings.configuration.baseURL)/api/v2/\(Encoding.percentEncoded(requestor))/profiles",
-                headers: Self.restHeaders(settings, token: token, jsonBody: false),
+                headers: Self.restHeaders(settings, token: token),
                 timeout: settings.configuration.timeout
             )
         }
@@ -195,7 +195,7 @@ final class PassUpstream: Sendable {
         resources: @escaping @Sendable () async -> [String]
     ) async -> UpstreamResult<[String: ResourceDecision]> {
         let exchanged = await restCall(.preauthorize, deadline: deadline) { settings, token in
-            var headers = Self.restHeaders(settings, token: token, jsonBody: true)
+            var headers = Self.restHeaders(settings, token: token, contentType: "application/json")
             if bypassRemoteCache { headers.append((name: "Cache-Control", value: "no-cache")) }
             let body: JSONValue = ["resources": .array(await resources().map { .string($0) })]
             return HTTPRequest(
@@ -209,16 +209,15 @@ final class PassUpstream: Sendable {
         }
         let asked = await resources()
         let decisions = interpret(exchanged, .preauthorize) { json -> [String: ResourceDecision]? in
-            guard let list = json["decisions"]?.arrayValue else { return nil }
+            guard let list = AuthorizationDecision.list(from: json) else { return nil }
             var byResource: [String: ResourceDecision] = [:]
-            for item in list {
-                guard let resource = item["resource"]?.stringValue, case .bool(let authorized)? = item["authorized"]
-                else { return nil }
-                var error: AdobeStatus?
-                if let object = item["error"]?.objectValue { error = AdobeStatus(passingThrough: object) }
-                if byResource[resource] == nil {
-                    byResource[resource] = ResourceDecision(resource: resource, authorized: authorized, error: error)
-                }
+            for item in list where byResource[item.resource] == nil {
+                byResource[item.resource] = ResourceDecision(
+                    resource: item.resource,
+                    authorized: item.authorized,
+                    error: item.error,
+                    source: item.source
+                )
             }
             return byResource
         }
@@ -232,11 +231,11 @@ final class PassUpstream: Sendable {
     /// The headers every REST API v2 call carries (restApiV2.json marks Authorization,
     /// AP-Device-Identifier and X-Device-Info required on profiles and decisions; the configuration
     /// documentation requires X-Device-Info too, so every call sends all three), plus Accept and, with a
-    /// body, Content-Type.
+    /// body, its Content-Type.
     static func restHeaders(
         _ settings: UpstreamSettings,
         token: AccessToken,
-        jsonBody: Bool
+        contentType: String? = nil
     ) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [
             (name: "Authorization", value: "Bearer \(token.value)"),
@@ -244,7 +243,7 @@ final class PassUpstream: Sendable {
             (name: "X-Device-Info", value: settings.device.infoHeader),
             (name: "Accept", value: "application/json"),
         ]
-        if jsonBody { headers.append((name: "Content-Type", value: "application/json")) }
+        if let contentType { headers.append((name: "Content-Type", value: contentType)) }
         return headers
     }
 }

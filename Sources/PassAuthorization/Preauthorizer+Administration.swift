@@ -32,16 +32,23 @@ extension Preauthorizer {
                     requestorState.nextConfigurationAttempt = nil
                     requestorState.lastConfigurationAttempt = nil
                 }
-                if serverChanged || deviceChanged { requestorState.session = .unknown }
+                if serverChanged || deviceChanged {
+                    // A code and a choice belong to the server and device they were made with.
+                    requestorState.session = .unknown
+                    requestorState.signIn = nil
+                    requestorState.signInPoll = nil
+                }
                 requestors[requestor] = requestorState
             }
             state.requestors = requestors
             if serverChanged || deviceChanged {
-                state.cache.drop(requestor: nil)
+                state.forgetDecisions(of: nil)
             } else {
                 for requestor in removed { state.cache.drop(requestor: requestor) }
             }
         }
+        if serverChanged || deviceChanged { saveSignIns() }
+        signInWake.signal()
         if serverChanged || statementChanged { upstream.credentials.dropToken() }
         wakeUp.signal()
         logger.info(
@@ -62,7 +69,7 @@ extension Preauthorizer {
                 if case .authenticated = requestorState.session { profiles += 1 }
                 state.requestors[name]?.session = .unknown
             }
-            return (profiles, state.cache.drop(requestor: requestor))
+            return (profiles, state.forgetDecisions(of: requestor))
         }
         let registrationCleared = registration && upstream.credentials.forgetRegistration()
         logger.notice(

@@ -4,9 +4,18 @@ import Synchronization
 extension Preauthorizer {
     // MARK: Background
 
+    /// The background work, until cancelled: keeping registration, token and configurations
+    /// (`maintain`), and watching pending sign-ins and profile expiry (`watchSignIns`).
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.maintain() }
+            group.addTask { await self.watchSignIns() }
+        }
+    }
+
     /// Registers (or loads the registration), gets a token and each requestor's configuration, retrying
     /// with back-off until they succeed, and renews the token before it expires. Runs until cancelled.
-    public func run() async {
+    func maintain() async {
         var tokenFailures = 0
         while !Task.isCancelled {
             let configuration = state.withLock { $0.configuration }

@@ -44,7 +44,10 @@ extension Preauthorizer {
             state.withLock { state in
                 guard var requestorState = state.requestors[requestor] else { return }
                 if case .success(let configuration) = result {
-                    requestorState.configuration = .configured(atEpochMilliseconds: epoch, mvpds: configuration.mvpds)
+                    requestorState.configuration = .configured(
+                        atEpochMilliseconds: epoch,
+                        providers: configuration.providers
+                    )
                     requestorState.configurationError = nil
                     requestorState.configurationAttempts = 0
                     requestorState.nextConfigurationAttempt = nil

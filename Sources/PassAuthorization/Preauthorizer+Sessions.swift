@@ -11,10 +11,12 @@ extension Preauthorizer {
     /// with Adobe unreachable the answer is the network error); otherwise from `GET /profiles` (shared
     /// by concurrent askers). A profile held is used even when fresh: the decision call that follows
     /// asks Adobe, which says so if the profile is gone.
+    /// With `ignoringHeld`, a profile held is not taken either: Adobe is asked.
     func session(
         for requestor: String,
         deadline: ContinuousClock.Instant,
-        fresh: Bool = false
+        fresh: Bool = false,
+        ignoringHeld: Bool = false
     ) async -> UpstreamResult<AuthenticatedProfile> {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
@@ -24,7 +26,7 @@ extension Preauthorizer {
             }
             let recheck = state.configuration.sessionRecheckInterval
             switch requestorState.session {
-            case .authenticated(let profile) where profile.isValid(atEpochMilliseconds: epoch):
+            case .authenticated(let profile) where !ignoringHeld && profile.isValid(atEpochMilliseconds: epoch):
                 return .success(profile)
             case .missing(let checkedAt) where !fresh && now - checkedAt < recheck:
                 return .failure(.authenticationSessionMissing)
@@ -81,12 +83,14 @@ extension Preauthorizer {
                 }
             }
             if case .authenticated(let held) = previous, next != .authenticated(held) {
-                state.cache.drop(requestor: requestor)
+                state.forgetDecisions(of: requestor)
             }
             state.requestors[requestor]?.session = next
             return (result, Self.sessionEvent(requestor: requestor, from: previous, to: next))
         }
         if let event { publish(.authSession, event) }
+        // The watcher marks the profile expired at its notAfter.
+        if case .success = result { signInWake.signal() }
         return result
     }
 
@@ -103,13 +107,13 @@ extension Preauthorizer {
                 return nil
             }
             state.requestors[requestor]?.session = next
-            state.cache.drop(requestor: requestor)
+            state.forgetDecisions(of: requestor)
             return Self.sessionEvent(requestor: requestor, from: previous, to: next)
         }
         if let event { publish(.authSession, event) }
     }
 
-    private static func sessionEvent(
+    static func sessionEvent(
         requestor: String,
         from previous: SessionState,
         to next: SessionState

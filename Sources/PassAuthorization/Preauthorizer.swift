@@ -24,7 +24,14 @@ public final class Preauthorizer: Sendable {
     let batcher: DecisionBatcher
     let configurations = SingleFlight<String, UpstreamResult<RequestorConfiguration>>()
     let sessions = SingleFlight<String, UpstreamResult<AuthenticatedProfile>>()
+    /// Concurrent `getAuthentication`s of one requestor share one `POST sessions`.
+    let signIns = SingleFlight<String, SignInAnswer>()
     let wakeUp = WakeSignal()
+    /// Wakes the sign-in watcher: a new code, a reload.
+    let signInWake = WakeSignal()
+    let signInStore: SignInStore
+    /// Serializes writes of `signInStore`.
+    let saving = Mutex(())
     let clock: any AgentClock
     let logger: Logger
     let publish: @Sendable (_ topic: EventTopic, _ body: JSONObject) -> Void
@@ -73,6 +80,7 @@ public final class Preauthorizer: Sendable {
         self.logger = logger
         self.publish = publish
         self.stateDirectory = stateDirectory
+        self.signInStore = SignInStore(directory: stateDirectory, logger: logger)
     }
 
     // MARK: Answering
@@ -134,21 +142,22 @@ public final class Preauthorizer: Sendable {
         guard !command.disabledFeatures.contains(.localCache), !command.resources.isEmpty else { return nil }
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
-        let decisions = command.resources.map { ResourceDecision(resource: $0, authorized: true, error: nil) }
-        let answer = PreauthorizeAnswer.decisions(decisions)
-        let mvpd: String? = state.withLock { state in
+        let found: (mvpd: String, decisions: [ResourceDecision])? = state.withLock { state in
             guard case .authenticated(let profile)? = state.requestors[command.requestor]?.session,
                 profile.isValid(atEpochMilliseconds: epoch)
             else { return nil }
             let ttl = state.configuration.decisionTTL
+            var decisions: [ResourceDecision] = []
+            decisions.reserveCapacity(command.resources.count)
             for resource in command.resources {
                 let key = DecisionCache.Key(requestor: command.requestor, mvpd: profile.mvpd, resource: resource)
-                guard state.cache.isFreshPermit(key, now: now, ttl: ttl) else { return nil }
+                guard let permit = state.cache.freshPermit(key, now: now, ttl: ttl) else { return nil }
+                decisions.append(permit)
             }
-            state.requestors[command.requestor]?.counters.record(answer, fromCache: decisions.count)
-            return profile.mvpd
+            state.requestors[command.requestor]?.counters.record(.decisions(decisions), fromCache: decisions.count)
+            return (profile.mvpd, decisions)
         }
-        guard let mvpd else { return nil }
+        guard let (mvpd, decisions) = found else { return nil }
         publishDecisions(
             requestor: command.requestor,
             mvpd: mvpd,
@@ -156,7 +165,7 @@ public final class Preauthorizer: Sendable {
             source: "cache",
             fromCache: decisions.count
         )
-        return answer
+        return .decisions(decisions)
     }
 
     private func decide(_ command: PreauthorizeCommand, deadline: ContinuousClock.Instant) async -> Decided {
@@ -180,8 +189,8 @@ public final class Preauthorizer: Sendable {
                 let ttl = state.configuration.decisionTTL
                 for resource in command.resources {
                     let key = DecisionCache.Key(requestor: requestor, mvpd: profile.mvpd, resource: resource)
-                    if state.cache.isFreshPermit(key, now: now, ttl: ttl) {
-                        permits[resource] = ResourceDecision(resource: resource, authorized: true, error: nil)
+                    if let permit = state.cache.freshPermit(key, now: now, ttl: ttl) {
+                        permits[resource] = permit
                     }
                 }
                 return permits
@@ -229,7 +238,7 @@ public final class Preauthorizer: Sendable {
             }
         }
         let decisions = command.resources.map {
-            known[$0] ?? ResourceDecision(resource: $0, authorized: false, error: nil)
+            known[$0] ?? ResourceDecision(resource: $0, authorized: false)
         }
         return Decided(answer: .decisions(decisions), mvpd: profile.mvpd, fromCache: fromCache)
     }
@@ -244,7 +253,7 @@ public final class Preauthorizer: Sendable {
             for decision in decisions {
                 let key = DecisionCache.Key(requestor: requestor, mvpd: profile.mvpd, resource: decision.resource)
                 if decision.isCacheablePermit {
-                    state.cache.storePermit(key, now: now)
+                    state.cache.storePermit(key, source: decision.source, now: now)
                 } else {
                     state.cache.remove(key)
                 }

@@ -78,7 +78,9 @@ extension CommandDispatcher {
                 )
             }
             return .success(pass.clear(requestor: requestor, registration: registration).json)
-        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize:
+        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize, .checkAuthentication,
+            .getAuthentication, .cancelAuthentication, .getAuthorization, .checkAuthorization, .logout, .getMetadata,
+            .getSelectedProvider, .setSelectedProvider:
             throw .internalError("\(command.wireName) has no argument reader in AppCommand")
         }
     }

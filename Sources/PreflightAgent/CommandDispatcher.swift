@@ -253,6 +253,43 @@ public struct CommandDispatcher: RequestHandler {
             }
             let pass = self.pass
             return .later { .success(await pass.preauthorize(command).json) }
+        case .entitlement(let command):
+            return entitle(command)
+        }
+    }
+
+    /// The entitlement commands: each waits on Adobe Pass (or its pacing) in a task, except
+    /// `cancelAuthentication`, which only forgets.
+    private func entitle(_ command: EntitlementCommand) -> Outcome {
+        let pass = self.pass
+        switch command {
+        case .checkAuthentication(let requestor, let mvpd, let fresh):
+            return .later {
+                .success(await pass.checkAuthentication(requestor: requestor, mvpd: mvpd, fresh: fresh).json)
+            }
+        case .getAuthentication(let request):
+            return .later { .success(await pass.getAuthentication(request).json) }
+        case .cancelAuthentication(let requestor):
+            return .success(["cancelled": .bool(pass.cancelAuthentication(requestor: requestor))])
+        case .getAuthorization(let requestor, let resource):
+            return .later { .success(await pass.getAuthorization(requestor: requestor, resource: resource).json) }
+        case .checkAuthorization(let requestor, let resource):
+            return .later { .success(await pass.checkAuthorization(requestor: requestor, resource: resource).json) }
+        case .logout(let requestor, let mvpd):
+            return .later { .success(await pass.logout(requestor: requestor, mvpd: mvpd).json) }
+        case .getMetadata(let requestor, let key):
+            return .later { .success(await pass.getMetadata(requestor: requestor, key: key).json) }
+        case .getSelectedProvider(let requestor):
+            return .later { Self.result(await pass.providers(requestor: requestor).result) }
+        case .setSelectedProvider(let requestor, let mvpd):
+            return .later { Self.result(await pass.selectProvider(requestor: requestor, mvpd: mvpd).result) }
+        }
+    }
+
+    private static func result(_ result: Result<JSONValue, ProtocolError>) -> CommandResult {
+        switch result {
+        case .success(let value): .success(value)
+        case .failure(let error): .failure(error)
         }
     }
 }

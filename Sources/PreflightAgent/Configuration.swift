@@ -100,6 +100,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var pacingInterval: Double = 1.1
         /// Calls allowed at once at start (Adobe's one-time burst of 10).
         public var pacingBurst = 10
+        /// Seconds between checks of a pending sign-in.
+        public var signInPollInterval: Double = 5
 
         public var effectiveServerURL: String {
             serverURL ?? PassConfiguration.defaultServerURL
@@ -318,7 +320,8 @@ extension AgentConfiguration.Pass {
             decisionTTL: .milliseconds(Int64(decisionTTL * 1000)),
             timeout: .milliseconds(Int64(timeout * 1000)),
             answerDeadline: .milliseconds(Int64(answerDeadline * 1000)),
-            pacing: PassPacing(interval: .milliseconds(Int64(pacingInterval * 1000)), burst: pacingBurst)
+            pacing: PassPacing(interval: .milliseconds(Int64(pacingInterval * 1000)), burst: pacingBurst),
+            signInPollInterval: .milliseconds(Int64(signInPollInterval * 1000))
         )
     }
 }

@@ -398,5 +398,14 @@ extension AgentConfiguration {
             "calls allowed at once after start (Adobe's one-time burst of 10)",
             reloadNote: "reload can only lower what is left of the burst; a higher value needs a restart"
         ),
+        ConfigurationKey(
+            .pass,
+            "signInPollInterval",
+            \.pass.signInPollInterval,
+            .seconds(1...60),
+            .applies,
+            "how often a pending sign-in asks Adobe whether the user has signed in on the second screen",
+            default: "5"
+        ),
     ]
 }

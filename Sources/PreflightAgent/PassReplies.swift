@@ -20,9 +20,10 @@ extension PreauthorizeAnswer {
 }
 
 extension ResourceDecision {
-    /// `{"id", "authorized"}`, with Adobe's item-level `error` when it sent one.
+    /// `{"id", "authorized"}`, with Adobe's `source` and item-level `error` when it sent them.
     var json: JSONValue {
         var object: JSONObject = ["id": .string(resource), "authorized": .bool(authorized)]
+        if let source { object["source"] = .string(source) }
         if let error { object["error"] = error.json }
         return .object(object)
     }
@@ -139,4 +140,134 @@ extension UpstreamHealth {
     }
 
     var json: JSONValue { .object(members) }
+}
+
+// MARK: Entitlement (docs/PROTOCOL.md, "Entitlement")
+
+extension PassProblem {
+    /// The `status` object: Adobe's error as it sent it, or the agent's (status 0).
+    var json: JSONValue {
+        switch self {
+        case .adobe(let status): status.json
+        case .agent(let failure): failure.json
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    var json: JSONValue { map { .string($0) } ?? .null }
+}
+
+extension Optional where Wrapped == Int64 {
+    var json: JSONValue { map { .integer($0) } ?? .null }
+}
+
+extension PendingSignIn {
+    /// `{"code", "url", "notBefore", "notAfter", "mvpd"}`.
+    var members: JSONObject {
+        [
+            "code": .string(code), "url": .string(url), "notBefore": .integer(notBefore),
+            "notAfter": .integer(notAfter), "mvpd": mvpd.json,
+        ]
+    }
+}
+
+extension AuthenticationAnswer {
+    var json: JSONValue {
+        var object: JSONObject = [
+            "authenticated": .bool(authenticated), "mvpd": mvpd.json, "notBefore": notBefore.json,
+            "notAfter": notAfter.json, "type": type.json,
+        ]
+        if let problem { object["status"] = problem.json }
+        if let pending { object["pending"] = .object(pending.members) }
+        return .object(object)
+    }
+}
+
+extension SignInAnswer {
+    var json: JSONValue {
+        switch self {
+        case .authenticated(let mvpd, let notAfter):
+            return ["authenticated": true, "mvpd": .string(mvpd), "notAfter": .integer(notAfter)]
+        case .pending(let pending):
+            var object = pending.members
+            object["authenticated"] = false
+            return .object(object)
+        case .problem(let problem):
+            return ["authenticated": false, "status": problem.json]
+        }
+    }
+}
+
+extension AuthorizationAnswer {
+    /// `{"resource", "authorized", "source", "mvpd", "notAfter", "mediaToken"?, "error"?, "status"?}`.
+    /// The media token is here only: never logged, never kept.
+    var json: JSONValue {
+        var object: JSONObject = ["resource": .string(resource), "authorized": .bool(decision?.authorized ?? false)]
+        if let decision {
+            object["source"] = decision.source.json
+            object["mvpd"] = decision.mvpd.json
+            object["notAfter"] = decision.notAfter.json
+            if let token = decision.token {
+                object["mediaToken"] = [
+                    "serializedToken": .string(token.serializedToken), "notBefore": token.notBefore.json,
+                    "notAfter": token.notAfter.json,
+                ]
+            }
+            if let error = decision.error { object["error"] = error.json }
+        }
+        if fromCache { object["fromCache"] = true }
+        if let problem { object["status"] = problem.json }
+        return .object(object)
+    }
+}
+
+extension LogoutAnswer {
+    var json: JSONValue {
+        var object: JSONObject = ["loggedOut": .bool(!isRequestorUnknown), "mvpd": mvpd.json]
+        if let actionName { object["actionName"] = .string(actionName) }
+        if let actionType { object["actionType"] = .string(actionType) }
+        if let url { object["url"] = .string(url) }
+        if let problem { object["status"] = problem.json }
+        return .object(object)
+    }
+
+    /// Nothing was signed out: the requestor is not one this box serves.
+    private var isRequestorUnknown: Bool {
+        if case .agent(let failure)? = problem, failure.code == .requestorNotConfigured, mvpd == nil { return true }
+        return false
+    }
+}
+
+extension MetadataAnswer {
+    var json: JSONValue {
+        switch self {
+        case .attributes(let attributes): ["attributes": .object(attributes)]
+        case .value(let key, let value): ["key": .string(key), "value": value ?? .null]
+        case .problem(let problem): ["attributes": .null, "status": problem.json]
+        }
+    }
+}
+
+extension ProviderAnswer {
+    /// `{"selected", "mvpds": [{"id", "displayName", "logoUrl"}]}`; an unknown MVPD is the caller's
+    /// `invalid_argument`.
+    var result: Result<JSONValue, ProtocolError> {
+        switch self {
+        case .providers(let selected, let providers):
+            let list: [JSONValue] = providers.map {
+                ["id": .string($0.id), "displayName": $0.displayName.json, "logoUrl": $0.logoUrl.json]
+            }
+            return .success(["selected": selected.json, "mvpds": .array(list)])
+        case .unknownProvider(let mvpd, let known):
+            return .failure(
+                .invalidArgument(
+                    "mvpd",
+                    "\"\(mvpd)\" is not one of this requestor's TV providers (\(known.joined(separator: ", ")))"
+                )
+            )
+        case .problem(let problem):
+            return .success(["selected": .null, "mvpds": [], "status": problem.json])
+        }
+    }
 }

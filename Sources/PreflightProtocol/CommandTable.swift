@@ -16,6 +16,15 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case loadRequests
     case clearPrefetchCache
     case preauthorize
+    case checkAuthentication
+    case getAuthentication
+    case cancelAuthentication
+    case getAuthorization
+    case checkAuthorization
+    case logout
+    case getMetadata
+    case getSelectedProvider
+    case setSelectedProvider
     case status
     case stats
     case offersList = "offers.list"
@@ -48,6 +57,27 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
                 reader: .oneShot,
                 "one Adobe Pass decision per resource (AccessEnabler preauthorize)"
             )
+        case .checkAuthentication:
+            CommandDeclaration(.anyEndpoint, "whether the user is signed in with a TV provider, and until when")
+        case .getAuthentication:
+            CommandDeclaration(.anyEndpoint, "starts (or joins) the sign-in with a code on a second screen")
+        case .cancelAuthentication:
+            CommandDeclaration(.anyEndpoint, "gives up the pending sign-in and its code")
+        case .getAuthorization:
+            CommandDeclaration(.anyEndpoint, "a playback decision with the media token for the player")
+        case .checkAuthorization:
+            CommandDeclaration(
+                .anyEndpoint,
+                "a playback decision without a token, from a held permit when there is one"
+            )
+        case .logout:
+            CommandDeclaration(.anyEndpoint, "signs the user out of the TV provider; may ask for a browser step")
+        case .getMetadata:
+            CommandDeclaration(.anyEndpoint, "the signed-in user's metadata (userID, zip, …)")
+        case .getSelectedProvider:
+            CommandDeclaration(.anyEndpoint, "the requestor's TV providers for a picker, and the one chosen")
+        case .setSelectedProvider:
+            CommandDeclaration(.anyEndpoint, "chooses the TV provider the next sign-in uses")
         case .status:
             CommandDeclaration(.adminOnly, "agent, upstream health, cache, visitor and queue on one screen")
         case .stats:

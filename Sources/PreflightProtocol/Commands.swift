@@ -90,6 +90,7 @@ public enum AppCommand: Sendable, Hashable {
     case loadRequests(LoadRequestsCommand)
     case clearPrefetchCache
     case preauthorize(PreauthorizeCommand)
+    case entitlement(EntitlementCommand)
 
     /// The command of the table this is.
     public var command: Command {
@@ -99,6 +100,7 @@ public enum AppCommand: Sendable, Hashable {
         case .loadRequests: .loadRequests
         case .clearPrefetchCache: .clearPrefetchCache
         case .preauthorize: .preauthorize
+        case .entitlement(let command): command.command
         }
     }
 
@@ -122,7 +124,7 @@ public enum AppCommand: Sendable, Hashable {
         case .loadRequests: return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
         case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
-        default: return nil
+        default: return try EntitlementCommand.decode(command, args).map { .entitlement($0) }
         }
     }
 }

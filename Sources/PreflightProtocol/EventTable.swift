@@ -12,6 +12,10 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case upstreamUp = "upstream.up"
     case authSession = "auth.session"
     case authDecisions = "auth.decisions"
+    case authCode = "auth.code"
+    case authAuthenticated = "auth.authenticated"
+    case authFailed = "auth.failed"
+    case authLogout = "auth.logout"
 
     /// The topic frame.
     public var topic: String { rawValue }
@@ -39,6 +43,20 @@ public enum EventTopic: String, CaseIterable, Sendable {
                 "`requestor`, `mvpd`, `permitted`, `denied`, `source` (cache or network), `fromCache`",
                 "a `preauthorize` answered"
             )
+        case .authCode:
+            (
+                "`requestor`, `code`, `url`, `notAfter`, `mvpd` (null until chosen)",
+                "a sign-in code was issued (or resumed after a restart): show it to the user"
+            )
+        case .authAuthenticated:
+            ("`requestor`, `mvpd`, `notAfter`", "the user finished signing in on the second screen")
+        case .authFailed:
+            (
+                "`requestor`, `reason` (expired, cancelled, error), `code` and `message` of the error",
+                "a pending sign-in ended without a sign-in"
+            )
+        case .authLogout:
+            ("`requestor`, `mvpd`", "the user was signed out (`logout`)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Logging
 import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 import UpstreamHTTP
 

@@ -1,4 +1,5 @@
 import PreflightCore
+import StateFiles
 import Synchronization
 
 #if canImport(FoundationEssentials)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 import Testing
 import UpstreamHTTP

@@ -1,7 +1,6 @@
 import Logging
 import PreflightCore
 import PreflightProtocol
-import StateFiles
 
 #if canImport(Glibc)
 import Glibc
