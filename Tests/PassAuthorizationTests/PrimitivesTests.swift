@@ -77,21 +77,24 @@ import Testing
     #expect(pacer.reserve(now: start, deadline: start + .seconds(100)) == start + .seconds(6))
 }
 
-@Test func decisionCacheServesPermitsForTheirTTLOnly() {
+@Test func decisionCacheServesPermitsForTheirTTLOnlyWithTheirSource() {
     var cache = DecisionCache()
     let start = ContinuousClock.now
     let key = DecisionCache.Key(requestor: "espn", mvpd: "Cablevision", resource: "r1")
-    cache.storePermit(key, now: start)
-    #expect(cache.isFreshPermit(key, now: start + .seconds(599), ttl: .seconds(600)))
-    #expect(!cache.isFreshPermit(key, now: start + .seconds(600), ttl: .seconds(600)))
+    cache.storePermit(key, source: "degradation", now: start)
     #expect(
-        !cache.isFreshPermit(
+        cache.freshPermit(key, now: start + .seconds(599), ttl: .seconds(600))
+            == ResourceDecision(resource: "r1", authorized: true, source: "degradation")
+    )
+    #expect(cache.freshPermit(key, now: start + .seconds(600), ttl: .seconds(600)) == nil)
+    #expect(
+        cache.freshPermit(
             DecisionCache.Key(requestor: "espn", mvpd: "Comcast_SSO", resource: "r1"),
             now: start,
             ttl: .seconds(600)
-        )
+        ) == nil
     )
-    cache.storePermit(DecisionCache.Key(requestor: "nbc", mvpd: "Cablevision", resource: "r1"), now: start)
+    cache.storePermit(DecisionCache.Key(requestor: "nbc", mvpd: "Cablevision", resource: "r1"), source: nil, now: start)
     #expect(cache.drop(requestor: "espn") == 1)
     #expect(cache.count == 1)
 }

@@ -39,6 +39,11 @@ import Foundation
             case .prefetch: ["mboxes": [["name": "logo"]]]
             case .loadRequests: ["requests": [["name": "logo", "defaultContent": "d"]]]
             case .preauthorize: ["requestor": "r", "resources": ["a"]]
+            case .getAuthorization, .checkAuthorization: ["requestor": "r", "resource": "a"]
+            case .setSelectedProvider: ["requestor": "r", "mvpd": "m"]
+            case .checkAuthentication, .getAuthentication, .cancelAuthentication, .logout, .getMetadata,
+                .getSelectedProvider:
+                ["requestor": "r"]
             default: [:]
             }
         let read = try AppCommand.decode(command, ArgumentReader(valid), limits: CommandLimits())
@@ -78,5 +83,61 @@ import Foundation
         let header = try #require(lines.firstIndex(of: "| topic | fields | published when |"))
         let rows = lines[header...].prefix { $0.hasPrefix("|") }.joined(separator: "\n")
         #expect(rows == EventTopic.markdownTable, "regenerate the table from EventTopic.markdownTable")
+    }
+}
+
+/// The entitlement commands' arguments: what each reads, and the field named when one is wrong.
+struct EntitlementArgumentTests {
+    private func read(_ command: Command, _ args: JSONObject) throws(ProtocolError) -> AppCommand? {
+        try AppCommand.decode(command, ArgumentReader(args), limits: CommandLimits())
+    }
+
+    private func field(_ command: Command, _ args: JSONObject) -> String? {
+        do {
+            _ = try read(command, args)
+            return nil
+        } catch {
+            return error.field
+        }
+    }
+
+    @Test func readsEachCommandsArguments() throws {
+        #expect(
+            try read(
+                .getAuthentication,
+                ["requestor": "r", "mvpd": "m", "redirectUrl": "https://x", "domainName": "d"]
+            )
+                == .entitlement(
+                    .getAuthentication(
+                        SignInRequest(requestor: "r", mvpd: "m", redirectUrl: "https://x", domainName: "d")
+                    )
+                )
+        )
+        #expect(
+            try read(.checkAuthentication, ["requestor": "r", "fresh": true])
+                == .entitlement(.checkAuthentication(requestor: "r", mvpd: nil, fresh: true))
+        )
+        #expect(
+            try read(.setSelectedProvider, ["requestor": "r", "mvpd": .null])
+                == .entitlement(.setSelectedProvider(requestor: "r", mvpd: nil))
+        )
+        #expect(
+            try read(.getMetadata, ["requestor": "r", "key": "zip"])
+                == .entitlement(.getMetadata(requestor: "r", key: "zip"))
+        )
+    }
+
+    @Test func namesTheFieldAtFault() {
+        #expect(field(.getAuthorization, ["requestor": "r"]) == "resource")
+        #expect(field(.getAuthorization, ["requestor": "r", "resource": ""]) == "resource")
+        #expect(field(.checkAuthorization, ["resource": "a"]) == "requestor")
+        #expect(field(.checkAuthentication, ["requestor": "r", "fresh": "yes"]) == "fresh")
+        #expect(field(.getAuthentication, ["requestor": "r", "mvpd": 7]) == "mvpd")
+        #expect(
+            field(.getAuthentication, ["requestor": "r", "redirectUrl": .string(String(repeating: "u", count: 2049))])
+                == "redirectUrl"
+        )
+        #expect(field(.setSelectedProvider, ["requestor": "r"]) == "mvpd")
+        #expect(field(.logout, ["requestor": .string(String(repeating: "r", count: 257))]) == "requestor")
     }
 }

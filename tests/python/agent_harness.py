@@ -128,6 +128,56 @@ def read_log(folder):
         return ""
 
 
+class Events:
+    """A subscriber to the agent's events endpoint, collecting what arrives under `prefix`."""
+
+    def __init__(self, agent, prefix=b"", confirm=False):
+        self.socket = zmq.Context.instance().socket(zmq.SUB)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.SUBSCRIBE, prefix)
+        self.socket.connect(agent.events)
+        self.seen = []
+        if confirm:
+            self.confirm(agent)
+
+    def confirm(self, agent):
+        """Returns once the subscription is known to work (a SUB joins asynchronously, and PUB drops what
+        is published before): clears the agent's prefetch cache until its `offers.cleared` arrives."""
+        self.socket.setsockopt(zmq.SUBSCRIBE, b"offers.cleared")
+
+        def heard():
+            assert request(agent.app, "clearPrefetchCache")["ok"]
+            return any(topic == "offers.cleared" for topic, _ in self.drain())
+
+        wait_until("the events subscription", heard)
+        self.socket.setsockopt(zmq.UNSUBSCRIBE, b"offers.cleared")
+        self.seen.clear()
+
+    def drain(self):
+        while self.socket.poll(50):
+            topic, body = self.socket.recv_multipart()
+            self.seen.append((topic.decode(), json.loads(body)))
+        return self.seen
+
+    def bodies(self, topic):
+        """The bodies of `topic` seen so far (draining first)."""
+        return [body for seen, body in self.drain() if seen == topic]
+
+    def wait_for(self, topic, condition=lambda body: True, timeout=20.0):
+        """The first body of `topic` that meets `condition`, waiting for it."""
+        found = []
+
+        def arrived():
+            found[:] = [body for body in self.bodies(topic) if condition(body)]
+            return bool(found)
+
+        wait_until(f"event {topic}", arrived, timeout=timeout)
+        return found[0]
+
+    def close(self):
+        self.socket.close()
+
+
 class Simulator:
     """preflight-sim on an ephemeral loopback port, with helpers for its control API.
 

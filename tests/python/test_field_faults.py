@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from agent_harness import bin_dir, ok, request, wait_until
+from agent_harness import Events, bin_dir, ok, request, wait_until
 
 YEAR_MS = 365 * 24 * 3600 * 1000
 PREFETCH = {"mboxes": [{"name": "logo"}, {"name": "buttonColor"}, {"name": "hero"}]}
@@ -148,30 +148,6 @@ def test_an_edge_host_that_is_not_a_plain_host_name_is_not_used(target_env, edge
 # 3. An upstream that has gone away ----------------------------------------------------------------
 
 
-class Events:
-    """A subscriber to the agent's events endpoint, collecting what arrives."""
-
-    def __init__(self, agent):
-        import zmq
-
-        self.socket = zmq.Context.instance().socket(zmq.SUB)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.setsockopt(zmq.SUBSCRIBE, b"upstream.")
-        self.socket.connect(agent.events)
-        self.seen = []
-
-    def drain(self):
-        import json
-
-        while self.socket.poll(50):
-            topic, body = self.socket.recv_multipart()
-            self.seen.append((topic.decode(), json.loads(body)))
-        return self.seen
-
-    def close(self):
-        self.socket.close()
-
-
 def target_health(agent):
     return ok(request(agent.admin, "status"))["upstreams"]["target"]
 
@@ -180,7 +156,7 @@ def target_health(agent):
 def test_when_target_stops_answering_misses_get_default_content_at_once_until_it_is_back(target_env):
     sim, agent = target_env.sim, target_env.agent
     assert ok(request(agent.app, "prefetch", {"mboxes": [{"name": "logo"}]}))["success"] is True
-    events = Events(agent)
+    events = Events(agent, b"upstream.")
     try:
         # A black-holing firewall: every Delivery call hangs past the agent's one-second timeout.
         sim.call("POST", "/_sim/faults", {"path": "/rest/v1/delivery", "hangMs": 60_000})

@@ -84,9 +84,9 @@ def test_seed_sample_three_resources_with_local_cache_disabled_all_permitted(pas
     assert result == {
         "outcome": "response",
         "resources": [
-            {"id": "resource1", "authorized": True},
-            {"id": "resource2", "authorized": True},
-            {"id": "resource3", "authorized": True},
+            {"id": "resource1", "authorized": True, "source": "mvpd"},
+            {"id": "resource2", "authorized": True, "source": "mvpd"},
+            {"id": "resource3", "authorized": True, "source": "mvpd"},
         ],
     }
 
@@ -266,7 +266,7 @@ def test_a_revoked_token_is_refreshed_once_and_the_call_retried(pass_env):
     pass_env.wait_configured()
     tokens_before = len(pass_env.sim.requests("token"))
     pass_env.sim.call("POST", "/_sim/pass/tokens/revoke", {})
-    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["resources"] == [{"id": "r1", "authorized": True}]
+    assert pass_env.preauthorize(["r1"], disabled=["LOCAL_CACHE"])["resources"] == [{"id": "r1", "authorized": True, "source": "mvpd"}]
     assert len(pass_env.sim.requests("token")) == tokens_before + 1
 
 
@@ -276,7 +276,7 @@ def test_a_cached_permit_makes_no_call_and_local_cache_disabled_does(pass_env):
     pass_env.wait_configured()
     pass_env.preauthorize(["movie"])
     calls = pass_env.preauthorize_calls()
-    assert pass_env.preauthorize(["movie"])["resources"] == [{"id": "movie", "authorized": True}]
+    assert pass_env.preauthorize(["movie"])["resources"] == [{"id": "movie", "authorized": True, "source": "mvpd"}]
     assert pass_env.preauthorize_calls() == calls
     pass_env.preauthorize(["movie"], disabled=["LOCAL_CACHE"])
     assert pass_env.preauthorize_calls() == calls + 1

@@ -294,7 +294,7 @@ def test_auth_commands(pass_env):
     golden.check("auth_preauthorize", ctl("auth", "preauthorize", "--requestor", REQUESTOR, "espn-live",
                                           "espn-ppv").stdout)
     decided = ctl.json("auth", "preauthorize", "--requestor", REQUESTOR, "espn-live", "--no-local-cache")
-    assert decided == {"outcome": "response", "resources": [{"id": "espn-live", "authorized": True}]}
+    assert decided == {"outcome": "response", "resources": [{"id": "espn-live", "authorized": True, "source": "mvpd"}]}
 
     listed = ctl.json("auth", "list")
     espn = listed["requestors"][REQUESTOR]

@@ -351,7 +351,7 @@ class FaultEnv:
         def answered():
             result = self.preauthorize("healthy")
             return result.get("outcome") == "response" and result.get("resources") == [
-                {"id": "healthy", "authorized": True}
+                {"id": "healthy", "authorized": True, "source": "mvpd"}
             ], result
 
         poll("a successful preauthorize", answered)
