@@ -374,7 +374,10 @@ def put_decisions(sim, req: Request, m) -> Response:
             if problems:
                 raise ControlError(400, f"error for {resource!r} is not a valid ErrorInformation: {problems[0]}")
             entry["error"] = error
-        if isinstance(value.get("source"), str):
+        if "source" in value:
+            if value["source"] not in pass_.DECISION_SOURCES:
+                raise ControlError(400, f"source for {resource!r} must be one of "
+                                        f"{', '.join(pass_.DECISION_SOURCES)}, got {value['source']!r}")
             entry["source"] = value["source"]
         clean[resource] = entry
     missing = doc.get("missingProfile")
@@ -459,6 +462,60 @@ def post_service_provider(sim, req: Request, m) -> Response:
         return _ok({"serviceProvider": m["name"], **state.service_providers[m["name"]]})
 
 
+SESSION_SETTING_FIELDS = {"codeTtlSeconds": "code_ttl", "mediaTokenTtlSeconds": "media_token_ttl",
+                          "decisionTtlSeconds": "decision_ttl"}
+
+
+def get_session_settings(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok(state.settings())
+
+
+def put_session_settings(sim, req: Request, m) -> Response:
+    """Lifetimes in seconds; a new code lifetime applies to sessions created from now on."""
+    doc = _object(req)
+    _known_fields(doc, tuple(SESSION_SETTING_FIELDS), "session setting")
+    if not doc:
+        raise ControlError(400, f"give one or more of {', '.join(SESSION_SETTING_FIELDS)}")
+    values = {key: _whole_seconds(doc, key) for key in doc}
+    state = sim.pass_
+    with state.lock:
+        for key, value in values.items():
+            setattr(state, SESSION_SETTING_FIELDS[key], value)
+        return _ok(state.settings())
+
+
+def _whole_seconds(doc: dict, key: str) -> int:
+    value = doc[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ControlError(400, f"{key} must be an integer >= 1 (seconds)")
+    return value
+
+
+def get_logout_flow(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok(state.logout_flow())
+
+
+def put_logout_flow(sim, req: Request, m) -> Response:
+    """Per MVPD: whether logout sends the user agent to the MVPD (`logout`, interactive, with a url) or
+    Adobe completes it alone (`complete`, no url)."""
+    doc = _object(req)
+    _known_fields(doc, ("mvpd", "browserStep"), "logout flow")
+    mvpd = _str_field(doc, "mvpd", required=True)
+    step = doc.get("browserStep")
+    if not isinstance(step, bool):
+        raise ControlError(400, "browserStep must be a boolean")
+    state = sim.pass_
+    with state.lock:
+        state.logout_browser_step[mvpd] = step
+        return _ok(state.logout_flow())
+
+
 def get_pass_state(sim, req: Request, m) -> Response:
     return _ok(sim.pass_.describe(sim.clock.now_ms()))
 
@@ -505,6 +562,10 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/_sim/pass/ratelimit", post_ratelimit),
     ("POST", r"/_sim/pass/serviceProviders/(?P<name>[^/]+)", post_service_provider),
     ("GET", r"/_sim/pass/state", get_pass_state),
+    ("GET", r"/_sim/pass/sessionSettings", get_session_settings),
+    ("PUT", r"/_sim/pass/sessionSettings", put_session_settings),
+    ("GET", r"/_sim/pass/logoutFlow", get_logout_flow),
+    ("PUT", r"/_sim/pass/logoutFlow", put_logout_flow),
 ]
 _COMPILED = [(method, re.compile(f"^{pattern}$"), fn) for method, pattern, fn in ROUTES]
 
