@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from preflight_sim import VERSION, pass_, target
+from preflight_sim import VERSION, pass_, pass_sessions, target
 from preflight_sim.clock import ClockError
 from preflight_sim.exchange import Request, Response
 from preflight_sim.faults import FaultError
@@ -516,6 +516,46 @@ def put_logout_flow(sim, req: Request, m) -> Response:
         return _ok(state.logout_flow())
 
 
+SIGNIN_FIELDS = ("mvpd", "ttlSeconds", "notAfter", "attributes", "userID")
+
+
+def get_sessions(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok({"sessions": pass_sessions.describe_sessions(state, sim.clock.now_ms())})
+
+
+def post_session_signin(sim, req: Request, m) -> Response:
+    """The user signs in on the second screen: JSON from a test, or the form of the authenticate page
+    (answered with a page for the person holding the browser)."""
+    from_page = req.content_type == "application/x-www-form-urlencoded"
+    if from_page:
+        mvpd = req.form().get("mvpd")
+        options: dict = {"mvpd": mvpd if isinstance(mvpd, str) and mvpd else None}
+    else:
+        doc = _object(req, required=False)
+        _known_fields(doc, SIGNIN_FIELDS, "sign-in")
+        attributes = doc.get("attributes")
+        if attributes is not None and not isinstance(attributes, dict):
+            raise ControlError(400, "attributes must be an object")
+        user = _str_field(doc, "userID")
+        if user is not None:
+            attributes = dict(attributes or {}, userID=user)
+        options = {"mvpd": _str_field(doc, "mvpd"), "not_after": _int_field(doc, "notAfter"),
+                   "ttl_seconds": _int_field(doc, "ttlSeconds", 1), "attributes": attributes}
+    state = sim.pass_
+    with state.lock:
+        try:
+            login, session = pass_sessions.sign_in(state, m["code"], int(sim.clock.now_ms()), **options)
+        except pass_sessions.SignInError as exc:
+            if from_page:
+                return pass_sessions.problem_page(exc.status, "Sign-in failed", str(exc))
+            raise ControlError(exc.status, str(exc)) from None
+    if from_page:
+        return pass_sessions.signed_in_page(session)
+    return _ok({"login": login, "session": session})
+
+
 def get_pass_state(sim, req: Request, m) -> Response:
     return _ok(sim.pass_.describe(sim.clock.now_ms()))
 
@@ -562,6 +602,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/_sim/pass/ratelimit", post_ratelimit),
     ("POST", r"/_sim/pass/serviceProviders/(?P<name>[^/]+)", post_service_provider),
     ("GET", r"/_sim/pass/state", get_pass_state),
+    ("GET", r"/_sim/pass/sessions", get_sessions),
+    ("POST", r"/_sim/pass/sessions/(?P<code>[^/]+)/signin", post_session_signin),
     ("GET", r"/_sim/pass/sessionSettings", get_session_settings),
     ("PUT", r"/_sim/pass/sessionSettings", put_session_settings),
     ("GET", r"/_sim/pass/logoutFlow", get_logout_flow),
