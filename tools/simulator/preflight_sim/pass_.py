@@ -198,8 +198,8 @@ class PassState:
         self.missing_profile = "top-level"
         self.ratelimit = RateLimiter()
         self.operations: Counter[str] = Counter()
-        # Lifetimes, settable by control (`/_sim/pass/sessionSettings`): registration codes (Adobe's
-        # documented default is 30 minutes), decisions and media tokens.
+        # Lifetimes in seconds, settable by control (`/_sim/pass/sessionSettings`): registration codes
+        # (30 minutes by default), decisions and media tokens.
         self.code_ttl = 1800
         self.decision_ttl = 600
         self.media_token_ttl = 420
@@ -483,6 +483,9 @@ def handle_token(sim, req: Request, params: dict, seq: int) -> Outcome:
 # REST API v2 ----------------------------------------------------------------------------------
 
 CONFIGURATION = "/{serviceProvider}/configuration"
+# Operations whose device headers the spec does not require (used when running without the spec):
+# a code identifies the session's device.
+NO_DEVICE_HEADERS = {CONFIGURATION, "/{serviceProvider}/sessions/{code}", "/{serviceProvider}/profiles/code/{code}"}
 DECISION_DOCS = {"preauthorize": "preauthorization", "authorize": "authorization"}
 
 
@@ -546,7 +549,7 @@ def _rest_gate(sim, req: Request, template: str, method: str, context: dict) -> 
     if op is not None:
         declared = {p["name"].lower() for p in sim.specs.parameters(op) if p.get("required")}
     else:
-        declared = {"authorization"} | ({"ap-device-identifier", "x-device-info"} if template != CONFIGURATION
+        declared = {"authorization"} | ({"ap-device-identifier", "x-device-info"} if template not in NO_DEVICE_HEADERS
                                         else set())
     if context["device_error"] or (context["device"] is None and "ap-device-identifier" in declared):
         return error_response("invalid_header_device_identifier")

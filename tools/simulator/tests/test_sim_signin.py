@@ -6,7 +6,7 @@ import base64
 import re
 
 from simharness import clean_sim, sim  # noqa: F401 - fixtures
-from simharness import DEVICE_ID, access_token, pass_headers, requires_specs
+from simharness import DEVICE_ID, SimProcess, access_token, pass_headers, requires_specs
 
 pytestmark = requires_specs
 
@@ -201,7 +201,8 @@ def test_sign_in_then_the_box_finds_the_profile(sim):
                         "serviceProvider": SP, "mvpd": "Cablevision", "sessionId": body["sessionId"],
                         "url": f"/api/v2/{SP}/decisions/authorize/Cablevision"}
     assert create(sim, token, mvpd="Comcast_SSO").json()["actionName"] == "authenticate"
-    r = sim.post(f"/api/v2/{SP}/sessions", data={}, headers=form_headers(token, **{"AP-Device-Identifier": OTHER_DEVICE}))
+    r = sim.post(f"/api/v2/{SP}/sessions", data={},
+                 headers=form_headers(token, **{"AP-Device-Identifier": OTHER_DEVICE}))
     assert r.json()["actionName"] == "resume"
     assert sim.violations() == []
 
@@ -406,6 +407,21 @@ def test_reset_forgets_sessions_and_settings(sim):
     assert sim.get("/_sim/pass/sessionSettings").json()["codeTtlSeconds"] == 1800
     assert sim.get("/_sim/pass/logoutFlow").json()["mvpds"] == {}
     assert sign_in(sim, code, mvpd="Cablevision").status_code == 404
+
+
+def test_without_the_spec_the_code_still_stands_for_the_device(tmp_path):
+    """Unvalidated, the simulator cannot read which headers the spec requires: it must still not ask a
+    poll by code for device headers."""
+    bare = SimProcess(tmp_path / "sim", "--specs", str(tmp_path / "no-such-specs"), "--quiet")
+    try:
+        token = access_token(bare)
+        code = create(bare, token, mvpd="Cablevision").json()["code"]
+        assert sign_in(bare, code).status_code == 200
+        assert list(profiles_code(bare, token, code).json()["profiles"]) == ["Cablevision"]
+        r = bare.get(f"/api/v2/{SP}/sessions/{code}", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200 and r.json()["existingParameters"] == {"mvpd": "Cablevision"}
+    finally:
+        bare.stop()
 
 
 def test_no_response_violations_in_this_module(sim):
