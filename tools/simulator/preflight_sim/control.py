@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from preflight_sim import VERSION, pass_, target
+from preflight_sim import VERSION, pass_, pass_sessions, target
 from preflight_sim.clock import ClockError
 from preflight_sim.exchange import Request, Response
 from preflight_sim.faults import FaultError
@@ -374,7 +374,10 @@ def put_decisions(sim, req: Request, m) -> Response:
             if problems:
                 raise ControlError(400, f"error for {resource!r} is not a valid ErrorInformation: {problems[0]}")
             entry["error"] = error
-        if isinstance(value.get("source"), str):
+        if "source" in value:
+            if value["source"] not in pass_.DECISION_SOURCES:
+                raise ControlError(400, f"source for {resource!r} must be one of "
+                                        f"{', '.join(pass_.DECISION_SOURCES)}, got {value['source']!r}")
             entry["source"] = value["source"]
         clean[resource] = entry
     missing = doc.get("missingProfile")
@@ -459,6 +462,100 @@ def post_service_provider(sim, req: Request, m) -> Response:
         return _ok({"serviceProvider": m["name"], **state.service_providers[m["name"]]})
 
 
+SESSION_SETTING_FIELDS = {"codeTtlSeconds": "code_ttl", "mediaTokenTtlSeconds": "media_token_ttl",
+                          "decisionTtlSeconds": "decision_ttl"}
+
+
+def get_session_settings(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok(state.settings())
+
+
+def put_session_settings(sim, req: Request, m) -> Response:
+    """Lifetimes in seconds; a new code lifetime applies to sessions created from now on."""
+    doc = _object(req)
+    _known_fields(doc, tuple(SESSION_SETTING_FIELDS), "session setting")
+    if not doc:
+        raise ControlError(400, f"give one or more of {', '.join(SESSION_SETTING_FIELDS)}")
+    values = {key: _whole_seconds(doc, key) for key in doc}
+    state = sim.pass_
+    with state.lock:
+        for key, value in values.items():
+            setattr(state, SESSION_SETTING_FIELDS[key], value)
+        return _ok(state.settings())
+
+
+def _whole_seconds(doc: dict, key: str) -> int:
+    value = doc[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ControlError(400, f"{key} must be an integer >= 1 (seconds)")
+    return value
+
+
+def get_logout_flow(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok(state.logout_flow())
+
+
+def put_logout_flow(sim, req: Request, m) -> Response:
+    """Per MVPD: whether logout sends the user agent to the MVPD (`logout`, interactive, with a url) or
+    Adobe completes it alone (`complete`, no url)."""
+    doc = _object(req)
+    _known_fields(doc, ("mvpd", "browserStep"), "logout flow")
+    mvpd = _str_field(doc, "mvpd", required=True)
+    step = doc.get("browserStep")
+    if not isinstance(step, bool):
+        raise ControlError(400, "browserStep must be a boolean")
+    state = sim.pass_
+    with state.lock:
+        state.logout_browser_step[mvpd] = step
+        return _ok(state.logout_flow())
+
+
+SIGNIN_FIELDS = ("mvpd", "ttlSeconds", "notAfter", "attributes", "userID")
+
+
+def get_sessions(sim, req: Request, m) -> Response:
+    state = sim.pass_
+    with state.lock:
+        return _ok({"sessions": pass_sessions.describe_sessions(state, sim.clock.now_ms())})
+
+
+def post_session_signin(sim, req: Request, m) -> Response:
+    """The user signs in on the second screen: JSON from a test, or the form of the authenticate page
+    (answered with a page for the person holding the browser)."""
+    from_page = req.content_type == "application/x-www-form-urlencoded"
+    if from_page:
+        mvpd = req.form().get("mvpd")
+        options: dict = {"mvpd": mvpd if isinstance(mvpd, str) and mvpd else None}
+    else:
+        doc = _object(req, required=False)
+        _known_fields(doc, SIGNIN_FIELDS, "sign-in")
+        attributes = doc.get("attributes")
+        if attributes is not None and not isinstance(attributes, dict):
+            raise ControlError(400, "attributes must be an object")
+        user = _str_field(doc, "userID")
+        if user is not None:
+            attributes = dict(attributes or {}, userID=user)
+        options = {"mvpd": _str_field(doc, "mvpd"), "not_after": _int_field(doc, "notAfter"),
+                   "ttl_seconds": _int_field(doc, "ttlSeconds", 1), "attributes": attributes}
+    state = sim.pass_
+    with state.lock:
+        try:
+            login, session = pass_sessions.sign_in(state, m["code"], int(sim.clock.now_ms()), **options)
+        except pass_sessions.SignInError as exc:
+            if from_page:
+                return pass_sessions.problem_page(exc.status, "Sign-in failed", str(exc))
+            raise ControlError(exc.status, str(exc)) from None
+    if from_page:
+        return pass_sessions.signed_in_page(session)
+    return _ok({"login": login, "session": session})
+
+
 def get_pass_state(sim, req: Request, m) -> Response:
     return _ok(sim.pass_.describe(sim.clock.now_ms()))
 
@@ -505,6 +602,12 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/_sim/pass/ratelimit", post_ratelimit),
     ("POST", r"/_sim/pass/serviceProviders/(?P<name>[^/]+)", post_service_provider),
     ("GET", r"/_sim/pass/state", get_pass_state),
+    ("GET", r"/_sim/pass/sessions", get_sessions),
+    ("POST", r"/_sim/pass/sessions/(?P<code>[^/]+)/signin", post_session_signin),
+    ("GET", r"/_sim/pass/sessionSettings", get_session_settings),
+    ("PUT", r"/_sim/pass/sessionSettings", put_session_settings),
+    ("GET", r"/_sim/pass/logoutFlow", get_logout_flow),
+    ("PUT", r"/_sim/pass/logoutFlow", put_logout_flow),
 ]
 _COMPILED = [(method, re.compile(f"^{pattern}$"), fn) for method, pattern, fn in ROUTES]
 

@@ -70,6 +70,16 @@ ENHANCED_ERRORS: dict[str, tuple[int, str, str]] = {
                                                  "service. Retrying the request might solve the issue."),
     "maximum_execution_time_exceeded": (403, "retry", "The request did not complete in the maximum allowed time. "
                                                       "Retrying the request might solve the issue."),
+    # Second-screen authentication sessions (the registration code flow).
+    "invalid_parameter_code": (400, "none", "The code parameter value is missing or invalid."),
+    "invalid_parameter_domain_name": (400, "none", "The domain name parameter value is missing or invalid."),
+    "authentication_session_expired": (400, "authentication",
+                                       "The authentication session associated with this request has expired."),
+    "authentication_session_missing": (400, "authentication",
+                                       "The authentication session associated with this request is missing."),
+    "authentication_session_invalidated": (400, "authentication",
+                                           "The authentication session associated with this request has been "
+                                           "invalidated."),
 }
 
 THROTTLE_PAGE = ("<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n"
@@ -82,6 +92,9 @@ DEFAULT_MVPDS = [
     {"id": "Comcast_SSO", "displayName": "Xfinity", "logoUrl": "https://example.com/mvpd/xfinity.png",
      "isTempPass": False, "isProxy": False, "authPerAggregator": True},
 ]
+
+# Decision `source` values the DecisionResponse schema describes.
+DECISION_SOURCES = ("mvpd", "degradation", "temppass", "dummy")
 
 DEVICE_IDENTIFIER = re.compile(r"^fingerprint ([A-Za-z0-9+/]+={0,2})$")
 # X-Device-Info keys the header documentation marks as required.
@@ -185,6 +198,15 @@ class PassState:
         self.missing_profile = "top-level"
         self.ratelimit = RateLimiter()
         self.operations: Counter[str] = Counter()
+        # Lifetimes in seconds, settable by control (`/_sim/pass/sessionSettings`): registration codes
+        # (30 minutes by default), decisions and media tokens.
+        self.code_ttl = 1800
+        self.decision_ttl = 600
+        self.media_token_ttl = 420
+        # Second-screen authentication sessions by code (see pass_sessions), expired ones included.
+        self.sessions: dict[str, dict] = {}
+        # mvpd -> whether its logout sends the user agent to the MVPD (default: yes).
+        self.logout_browser_step: dict[str, bool] = {}
 
     # service providers
     def provider(self, name: str) -> dict:
@@ -216,6 +238,27 @@ class PassState:
                 if l["serviceProvider"] == sp and (mvpd is None or l["mvpd"] == mvpd)
                 and (l["device"] is None or l["device"] == device)]
 
+    def end_pending_sessions(self, sp: str, mvpd: str, device: str | None, now: float) -> int:
+        """A logout on a device abandons its sign-ins in progress with that mvpd: the code stops working.
+        (Adobe does not document what a logout does to a pending authentication session; a code that
+        could still complete a login the user just left would be surprising, so it ends.)"""
+        ended = 0
+        for session in self.sessions.values():
+            if (session["serviceProvider"] == sp and session["device"] == device
+                    and session["parameters"].get("mvpd") == mvpd and session["signedInAt"] is None
+                    and session["endedBy"] is None and now < session["notAfter"]):
+                session["endedBy"] = "logout"
+                ended += 1
+        return ended
+
+    def settings(self) -> dict:
+        return {"codeTtlSeconds": self.code_ttl, "decisionTtlSeconds": self.decision_ttl,
+                "mediaTokenTtlSeconds": self.media_token_ttl}
+
+    def logout_flow(self) -> dict:
+        return {"defaultBrowserStep": True,
+                "mvpds": {m: {"browserStep": step} for m, step in sorted(self.logout_browser_step.items())}}
+
     def decision_for(self, sp: str, resource: str) -> dict | None:
         for scope in (sp, "*"):
             found = self.decisions.get(scope, {}).get(resource)
@@ -238,6 +281,8 @@ class PassState:
                 "missingProfile": self.missing_profile,
                 "serviceProviders": copy.deepcopy(self.service_providers),
                 "rateLimit": self.ratelimit.describe(),
+                "sessionSettings": self.settings(),
+                "logoutFlow": self.logout_flow(),
             }
 
 
@@ -438,6 +483,9 @@ def handle_token(sim, req: Request, params: dict, seq: int) -> Outcome:
 # REST API v2 ----------------------------------------------------------------------------------
 
 CONFIGURATION = "/{serviceProvider}/configuration"
+# Operations whose device headers the spec does not require (used when running without the spec):
+# a code identifies the session's device.
+NO_DEVICE_HEADERS = {CONFIGURATION, "/{serviceProvider}/sessions/{code}", "/{serviceProvider}/profiles/code/{code}"}
 DECISION_DOCS = {"preauthorize": "preauthorization", "authorize": "authorization"}
 
 
@@ -501,7 +549,7 @@ def _rest_gate(sim, req: Request, template: str, method: str, context: dict) -> 
     if op is not None:
         declared = {p["name"].lower() for p in sim.specs.parameters(op) if p.get("required")}
     else:
-        declared = {"authorization"} | ({"ap-device-identifier", "x-device-info"} if template != CONFIGURATION
+        declared = {"authorization"} | ({"ap-device-identifier", "x-device-info"} if template not in NO_DEVICE_HEADERS
                                         else set())
     if context["device_error"] or (context["device"] is None and "ap-device-identifier" in declared):
         return error_response("invalid_header_device_identifier")
@@ -609,10 +657,10 @@ def _decision(state: PassState, sp: str, mvpd: str, resource: str, kind: str, no
             decision["error"].setdefault("trace", str(uuid.uuid4()))
     if kind == "authorize":
         issued = int(now)
-        decision["notBefore"], decision["notAfter"] = issued, issued + 600_000
+        decision["notBefore"], decision["notAfter"] = issued, issued + state.decision_ttl * 1000
         if decision["authorized"]:
             token = f"<signatureInfo>{resource}|{sp}|{mvpd}|{issued}</signatureInfo>"
-            decision["token"] = {"notBefore": issued, "notAfter": issued + 420_000,
+            decision["token"] = {"notBefore": issued, "notAfter": issued + state.media_token_ttl * 1000,
                                  "serializedToken": base64.b64encode(token.encode()).decode("ascii")}
     return decision
 
@@ -665,7 +713,12 @@ def handle_logout(sim, req: Request, params: dict, seq: int) -> Outcome:
             return Outcome(bad, violations)
         had_valid = any(_valid(l, now) for l in state.logins_for(sp, context["device"], mvpd))
         state.logout(sp, mvpd, context["device"])
-    if had_valid:
+        state.end_pending_sessions(sp, mvpd, context["device"], now)
+        browser_step = state.logout_browser_step.get(mvpd, True)
+    if had_valid and not browser_step:
+        # An MVPD whose logout needs no user agent: Adobe ends the profile itself ("complete", no url).
+        entry = {"actionName": "complete", "actionType": "none", "mvpd": mvpd}
+    elif had_valid:
         redirect = req.query.get("redirectUrl")
         url = (f"https://sp.auth.adobe.com/adobe-services/logout?noflash=true&mso_id={quote(mvpd)}"
                f"&requestor_id={quote(sp)}" + (f"&redirect_url={quote(str(redirect), safe='')}" if redirect else ""))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from preflight_sim import pass_, target
+from preflight_sim import pass_, pass_sessions, target
 from preflight_sim.clock import Clock
 from preflight_sim.connections import ConnectionRegistry
 from preflight_sim.faults import FaultStore
@@ -61,6 +61,20 @@ def _builtin_routes() -> list[Route]:
               pass_.decisions_handler("authorize")),
         Route("pass", "GET", "/{serviceProvider}/logout/{mvpd}", "logout",
               rest("/{serviceProvider}/logout/{mvpd}", "GET"), pass_.handle_logout),
+        *_session_routes(),
+    ]
+
+
+def _session_routes() -> list[Route]:
+    """The second-screen authentication flow (pass_sessions)."""
+    s = pass_sessions
+    return [
+        Route("pass", "POST", s.SESSIONS, "createSession", s.session_checks(s.SESSIONS, "POST"), s.handle_create),
+        Route("pass", "POST", s.SESSION, "resumeSession", s.session_checks(s.SESSION, "POST"), s.handle_resume),
+        Route("pass", "GET", s.SESSION, "sessionStatus", s.session_checks(s.SESSION, "GET"), s.handle_status),
+        Route("pass", "GET", s.PROFILES_CODE, "profileForCode", s.session_checks(s.PROFILES_CODE, "GET"),
+              s.handle_profiles_code),
+        Route("pass", "GET", s.AUTHENTICATE, "authenticate", s.authenticate_checks, s.handle_authenticate),
     ]
 
 

@@ -317,9 +317,10 @@ def test_rate_limit_answers_429_html_with_retry_after(sim):
 
 def test_spec_operations_not_simulated_still_route(sim):
     token = access_token(sim)
-    r = sim.get(f"/api/v2/{SP}/sessions/ABC123", headers=pass_headers(token))
+    r = sim.post(f"/api/v2/{SP}/sessions/sso/Apple", data={},
+                 headers=pass_headers(token, **{"Content-Type": "application/x-www-form-urlencoded"}))
     assert r.status_code == 501 and r.json()["details"]
-    assert sim.last_request()["operation"] == "getSessionStatusUsingGET_1"
+    assert sim.last_request()["operation"] == "retrieveVerificationTokenUsingPOST"
     r = sim.get("/api/v2/a/b/c/d/e", headers=pass_headers(token))
     assert r.status_code == 404
     assert "no operation in the spec" in sim.violations()[-1]["messages"][0]
