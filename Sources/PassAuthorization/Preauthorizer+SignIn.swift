@@ -186,11 +186,6 @@ extension Preauthorizer {
     /// app cancels. Runs until cancelled.
     func watchSignIns() async {
         loadSignIns()
-        // Codes resumed from the last run are shown again: the app that showed them may have restarted too.
-        let resumed = state.withLock { state in
-            state.requestors.compactMap { requestor, requestorState in requestorState.signIn.map { (requestor, $0) } }
-        }
-        for (requestor, pending) in resumed { publishCode(requestor: requestor, pending) }
         while !Task.isCancelled {
             let now = clock.now()
             let due: [(String, PendingSignIn, SignInPoll)] = state.withLock { state in
@@ -224,11 +219,15 @@ extension Preauthorizer {
                 pending.notAfter = status.notAfter ?? pending.notAfter
                 pending.mvpd = status.mvpd ?? pending.mvpd
                 let updated = pending
-                state.withLock { state in
-                    guard state.requestors[requestor]?.signIn?.code == updated.code else { return }
+                let current = state.withLock { state in
+                    guard state.requestors[requestor]?.signIn?.code == updated.code else { return false }
                     state.requestors[requestor]?.signIn = updated
                     state.requestors[requestor]?.signInPoll?.needsStatusCheck = false
+                    return true
                 }
+                // A code resumed from the last run is announced again once Adobe confirmed it: apps
+                // that showed it may have restarted too (or they ask getAuthentication, which gives it).
+                if current { publishCode(requestor: requestor, updated) }
             case .adobeError(let status):
                 return fail(requestor: requestor, pending, problem: .adobe(status))
             case .failure(let failure):
