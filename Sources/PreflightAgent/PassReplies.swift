@@ -190,8 +190,8 @@ extension SignInAnswer {
         case .authenticated(let mvpd, let notAfter):
             return ["authenticated": true, "mvpd": .string(mvpd), "notAfter": .integer(notAfter)]
         case .pending(let pending):
-            var object = pending.members
-            object["authenticated"] = false
+            var object: JSONObject = ["authenticated": false]
+            for (key, value) in pending.members { object[key] = value }
             return .object(object)
         case .problem(let problem):
             return ["authenticated": false, "status": problem.json]
