@@ -3,8 +3,11 @@ import PreflightProtocol
 
 struct Auth: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show and clear the Adobe Pass authorization state; preauthorize resources as an app would.",
-        subcommands: [AuthList.self, AuthClear.self, AuthPreauthorize.self]
+        abstract: "Sign the box in and out of its TV provider; show and clear the Adobe Pass state; authorize as an app would.",
+        subcommands: [
+            AuthLogin.self, AuthStatus.self, AuthAuthorize.self, AuthLogout.self, AuthList.self, AuthClear.self,
+            AuthPreauthorize.self,
+        ]
     )
 }
 
@@ -136,8 +139,7 @@ struct AuthPreauthorize: AgentCommand {
     @OptionGroup var local: GlobalOptions
     @OptionGroup var app: AppEndpointOptions
 
-    @Option(name: .long, help: ArgumentHelp("The requestor (channel) id, e.g. espn.", valueName: "requestor-id"))
-    var requestor: String
+    @OptionGroup var requestorOption: RequestorOption
 
     @Flag(name: .long, help: "Bypass the agent's decision cache (LOCAL_CACHE).")
     var noLocalCache = false
@@ -153,6 +155,7 @@ struct AuthPreauthorize: AgentCommand {
     }
 
     func run() throws {
+        let requestor = try requestorOption.resolve(options)
         var args: JSONObject = [
             "requestor": .string(requestor), "resources": .array(resources.map { .string($0) }),
         ]
