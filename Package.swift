@@ -76,6 +76,12 @@ let package = Package(
             dependencies: ["CLinuxShims"],
             swiftSettings: strictSettings
         ),
+        // A QR code encoder (byte mode, ISO/IEC 18004), for preflightctl to show a sign-in URL that a technician
+        // scans with a phone. Written here, with no dependencies: no package for it is available to the project.
+        .target(
+            name: "QRCode",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "UpstreamHTTPClient",
             dependencies: [
@@ -181,6 +187,11 @@ let package = Package(
         .testTarget(
             name: "PreflightCoreTests",
             dependencies: ["PreflightCore", "CLinuxShims"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "QRCodeTests",
+            dependencies: ["QRCode"],
             swiftSettings: testSettings
         ),
         .testTarget(
