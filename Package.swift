@@ -151,6 +151,7 @@ let package = Package(
         .executableTarget(
             name: "preflightctl",
             dependencies: [
+                "QRCode",
                 "PreflightClient",
                 "PreflightProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -137,6 +137,17 @@ extension Preauthorizer {
         guard let deadline = answerDeadline(for: requestor) else {
             return LogoutAnswer(problem: .agent(.requestorNotOnThisBox(requestor)))
         }
+        var requested = requested
+        if requested == nil, state.withLock({ state in
+            guard case .authenticated = state.requestors[requestor]?.session else { return true }
+            return false
+        }) {
+            // Not known to be signed in here: Adobe may still hold a profile (the agent restarted, or an
+            // app never asked). Its word names the provider to sign out of.
+            if case .success(let profile) = await session(for: requestor, deadline: deadline, fresh: true) {
+                requested = profile.mvpd
+            }
+        }
         let now = clock.now()
         let (mvpd, previous): (String?, SessionState?) = state.withLock { state in
             guard let requestorState = state.requestors[requestor] else { return (nil, nil) }

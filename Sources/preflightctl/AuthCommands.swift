@@ -3,7 +3,8 @@ import PreflightProtocol
 
 struct Auth: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sign the box in and out of its TV provider; show and clear the Adobe Pass state; authorize as an app would.",
+        abstract:
+            "Sign the box in and out of its TV provider; show and clear the Adobe Pass state; authorize as an app would.",
         subcommands: [
             AuthLogin.self, AuthStatus.self, AuthAuthorize.self, AuthLogout.self, AuthList.self, AuthClear.self,
             AuthPreauthorize.self,

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PreflightClient
 import PreflightProtocol
+import QRCode
 
 /// `--requestor`, which may be left out when the box serves exactly one requestor.
 struct RequestorOption: ParsableArguments {
@@ -19,12 +20,14 @@ struct RequestorOption: ParsableArguments {
     func resolve(_ options: GlobalOptions) throws -> String {
         if let requestor { return requestor }
         var configured: [JSONValue]?
-        if let data = FileManager.default.contents(atPath: options.config), let json = try? JSONReader.read(Array(data)) {
+        if let data = FileManager.default.contents(atPath: options.config), let json = try? JSONReader.read(Array(data))
+        {
             configured = json[ConfigurationSection.pass.rawValue]?[PassConfigurationKey.requestors.rawValue]?.arrayValue
         }
         if configured == nil {
             let shown = try? options.call(Command.configShow.wireName)
-            configured = shown?[ConfigurationSection.pass.rawValue]?[PassConfigurationKey.requestors.rawValue]?.arrayValue
+            configured =
+                shown?[ConfigurationSection.pass.rawValue]?[PassConfigurationKey.requestors.rawValue]?.arrayValue
         }
         let names = (configured ?? []).compactMap(\.stringValue)
         guard names.count == 1 else {
@@ -74,7 +77,10 @@ struct AuthLogin: AgentCommand {
 
     @Option(
         name: .customLong("events-endpoint"),
-        help: ArgumentHelp("Events endpoint (overrides \(AgentEndpoint.events.path) of --config).", valueName: "endpoint")
+        help: ArgumentHelp(
+            "Events endpoint (overrides \(AgentEndpoint.events.path) of --config).",
+            valueName: "endpoint"
+        )
     )
     var eventsEndpoint: String?
 
@@ -86,11 +92,9 @@ struct AuthLogin: AgentCommand {
         if noWait {
             subscriber = nil
         } else {
+            let endpoint = try options.eventsEndpoint(override: eventsEndpoint)
             do {
-                subscriber = try EventSubscriber(
-                    endpoint: try options.eventsEndpoint(override: eventsEndpoint),
-                    topicPrefixes: ["auth."]
-                )
+                subscriber = try EventSubscriber(endpoint: endpoint, topicPrefixes: ["auth."])
             } catch {
                 throw CtlFailure(error)
             }
@@ -104,7 +108,9 @@ struct AuthLogin: AgentCommand {
         }
         if result["authenticated"] == .bool(true) {
             if !options.json {
-                print("Already signed in to \(requestor) with \(displayMvpd(result["mvpd"])) until \(until(result["notAfter"])).")
+                print(
+                    "Already signed in to \(requestor) with \(displayMvpd(result["mvpd"])) until \(until(result["notAfter"]))."
+                )
             }
             return
         }
@@ -137,7 +143,8 @@ struct AuthLogin: AgentCommand {
 
     /// Until `auth.authenticated` or `auth.failed` for this requestor; the agent is also asked now and
     /// then, so a missed event cannot leave this waiting.
-    private func wait(for requestor: String, code: String, _ subscriber: EventSubscriber, options: GlobalOptions) throws {
+    private func wait(for requestor: String, code: String, _ subscriber: EventSubscriber, options: GlobalOptions) throws
+    {
         Interruption.install()
         if isatty(STDOUT_FILENO) == 1 {
             writeStandardError("Waiting for the sign-in (Ctrl-C stops waiting; the code stays valid)…\n")
@@ -165,14 +172,24 @@ struct AuthLogin: AgentCommand {
             }
             if ContinuousClock.now - lastCheck > .seconds(5) {
                 lastCheck = .now
-                let status = try passCall(.checkAuthentication, ["requestor": .string(requestor)], appEndpoint: app.appEndpoint)
+                let status = try passCall(
+                    .checkAuthentication,
+                    ["requestor": .string(requestor)],
+                    appEndpoint: app.appEndpoint
+                )
                 if status["authenticated"] == .bool(true) { return finished(status, options: options) }
                 if status["pending"]?["code"]?.stringValue != code {
-                    throw CtlFailure(message: "the sign-in ended (the code is no longer pending)", exitCode: CtlExit.agentError)
+                    throw CtlFailure(
+                        message: "the sign-in ended (the code is no longer pending)",
+                        exitCode: CtlExit.agentError
+                    )
                 }
             }
         }
-        throw CtlFailure(message: "stopped waiting; the code stays valid until it expires", exitCode: CtlExit.agentError)
+        throw CtlFailure(
+            message: "stopped waiting; the code stays valid until it expires",
+            exitCode: CtlExit.agentError
+        )
     }
 
     private func finished(_ body: JSONValue, options: GlobalOptions) {
@@ -204,7 +221,11 @@ struct AuthStatus: AgentCommand {
         var args: JSONObject = ["requestor": .string(requestor)]
         if fresh { args["fresh"] = true }
         let result = try passCall(.checkAuthentication, args, appEndpoint: app.appEndpoint)
-        let provider = try? passCall(.getSelectedProvider, ["requestor": .string(requestor)], appEndpoint: app.appEndpoint)
+        let provider = try? passCall(
+            .getSelectedProvider,
+            ["requestor": .string(requestor)],
+            appEndpoint: app.appEndpoint
+        )
         if options.json {
             printJSON(result)
         } else {
@@ -217,7 +238,12 @@ struct AuthStatus: AgentCommand {
                 rows.append(("Signed in", "no: " + describeStatus(result["status"])))
             }
             if let pending = result["pending"], pending != .null {
-                rows.append(("Pending code", "\(displayValue(pending["code"] ?? .null)) at \(displayValue(pending["url"] ?? .null))"))
+                rows.append(
+                    (
+                        "Pending code",
+                        "\(displayValue(pending["code"] ?? .null)) at \(displayValue(pending["url"] ?? .null))"
+                    )
+                )
                 rows.append(("Code valid until", until(pending["notAfter"])))
             }
             if let selected = provider?["selected"]?.stringValue { rows.append(("Selected provider", selected)) }
@@ -297,7 +323,10 @@ struct AuthLogout: AgentCommand {
     @OptionGroup var app: AppEndpointOptions
     @OptionGroup var requestorOption: RequestorOption
 
-    @Option(name: .long, help: ArgumentHelp("The TV provider (MVPD) id, when not the signed-in one.", valueName: "mvpd"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The TV provider (MVPD) id, when not the signed-in one.", valueName: "mvpd")
+    )
     var mvpd: String?
 
     func run() throws {
@@ -317,7 +346,10 @@ struct AuthLogout: AgentCommand {
             }
         }
         if result["loggedOut"] != .bool(true) {
-            throw CtlFailure(message: "not signed out: " + describeStatus(result["status"]), exitCode: CtlExit.agentError)
+            throw CtlFailure(
+                message: "not signed out: " + describeStatus(result["status"]),
+                exitCode: CtlExit.agentError
+            )
         }
     }
 }
@@ -335,6 +367,8 @@ private func displayMvpd(_ value: JSONValue?) -> String {
 private func until(_ value: JSONValue?) -> String {
     guard let epochMs = value?.doubleValue else { return "-" }
     let remaining = epochMs - Date().timeIntervalSince1970 * 1000
-    let relative = remaining >= 0 ? "in \(formatDuration(milliseconds: remaining))" : "\(formatDuration(milliseconds: -remaining)) ago"
+    let relative =
+        remaining >= 0
+        ? "in \(formatDuration(milliseconds: remaining))" : "\(formatDuration(milliseconds: -remaining)) ago"
     return "\(timestamp(epochMs: epochMs)) (\(relative))"
 }

@@ -71,7 +71,7 @@ def test_login_shows_the_code_url_and_a_qr_code_and_returns_once_signed_in(box):
     while code is None:
         line = lines.get(timeout=30)
         shown.append(line.rstrip("\n"))
-        match = re.match(r"\s+Code: ([A-Z0-9]+) \(valid for 30 min\)", line)
+        match = re.match(r"\s+Code: ([A-Z0-9]+) \(valid for 30m 0s\)$", line.rstrip("\n"))
         if match:
             code = match.group(1)
     url = f"{sim.url}/api/v2/authenticate/{REQUESTOR}/{code}"
@@ -88,8 +88,8 @@ def test_login_shows_the_code_url_and_a_qr_code_and_returns_once_signed_in(box):
     assert decode_qr(qr) == [url]
     sim.call("POST", f"/_sim/pass/sessions/{code}/signin", {})
     assert process.wait(timeout=60) == 0, process.stderr.read()
-    rest = "".join(iter(lambda: lines.get(timeout=5) if not lines.empty() else "", ""))
-    assert rest.startswith(f"Signed in with {MVPD} until "), rest
+    last = lines.get(timeout=30)
+    assert last.startswith(f"Signed in with {MVPD} until "), last
     assert code not in read_log(folder)
 
     status, out, _ = ctl(agent, "auth", "status")
