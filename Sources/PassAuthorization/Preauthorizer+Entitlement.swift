@@ -138,10 +138,11 @@ extension Preauthorizer {
             return LogoutAnswer(problem: .agent(.requestorNotOnThisBox(requestor)))
         }
         var requested = requested
-        if requested == nil, state.withLock({ state in
-            guard case .authenticated = state.requestors[requestor]?.session else { return true }
-            return false
-        }) {
+        let knownSignedIn = state.withLock { state in
+            guard case .authenticated = state.requestors[requestor]?.session else { return false }
+            return true
+        }
+        if requested == nil, !knownSignedIn {
             // Not known to be signed in here: Adobe may still hold a profile (the agent restarted, or an
             // app never asked). Its word names the provider to sign out of.
             if case .success(let profile) = await session(for: requestor, deadline: deadline, fresh: true) {
