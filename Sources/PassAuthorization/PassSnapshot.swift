@@ -39,6 +39,13 @@ public struct PassSnapshot: Sendable, Equatable {
         public var sessionMvpd: String?
         public var sessionNotAfterMs: Int64?
         public var decisions: [Decision]
+        /// A sign-in under way: its provider (nil until the user picks one) and when its code expires. The
+        /// code itself is not here: it is shown by `getAuthentication` and `auth.code` only.
+        public var signInMvpd: String?
+        public var signInNotAfterMs: Int64?
+        public var selectedProvider: String?
+        /// Playback permits held for `checkAuthorization`.
+        public var permits = 0
         /// Answer counters by outcome and code.
         public var counters: AnswerCounters
 
@@ -93,6 +100,10 @@ extension Preauthorizer {
                             ageMs: $0.age.wholeMilliseconds
                         )
                     },
+                    signInMvpd: requestorState.signIn?.mvpd,
+                    signInNotAfterMs: requestorState.signIn?.notAfter,
+                    selectedProvider: requestorState.selectedProvider,
+                    permits: requestorState.permits.count,
                     counters: requestorState.counters
                 )
                 switch requestorState.configuration {

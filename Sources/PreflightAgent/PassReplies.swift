@@ -77,11 +77,16 @@ extension PassSnapshot {
 }
 
 extension PassSnapshot.Requestor {
-    /// One requestor of `auth.list`: `{"configuration", "session", "decisions", "counters"}`.
+    /// One requestor of `auth.list`: `{"configuration", "session", "signIn", "selectedProvider", "permits",
+    /// "decisions", "counters"}`.
     var json: JSONValue {
         [
             "configuration": configurationJSON,
             "session": sessionJSON,
+            "signIn": signInNotAfterMs.map { ["state": "pending", "mvpd": signInMvpd.json, "notAfter": .integer($0)] }
+                ?? ["state": "none"],
+            "selectedProvider": selectedProvider.json,
+            "permits": .integer(Int64(permits)),
             "decisions": .array(
                 decisions.map {
                     ["mvpd": .string($0.mvpd), "resource": .string($0.resource), "ageMs": .integer($0.ageMs)]

@@ -97,7 +97,7 @@ import UpstreamHTTP
 @Test func runRegistersConfiguresAndRetriesWithBackoff() async {
     let harness = Harness()
     harness.fake.script("configuration", .respond(FakePass.json(503, FakePass.adobeError(503, "service_unavailable"))))
-    let run = Pending { await harness.preauthorizer.run() }
+    let run = Pending { await harness.preauthorizer.maintain() }
     #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
     #expect(harness.fake.count("register") == 1)
     #expect(harness.preauthorizer.snapshot().requestor("espn")?.configurationState == .failed)

@@ -188,7 +188,7 @@ struct SimulatorTests {
             #expect(answer.outcome == "response")
             let resources = answer.decisions
             #expect(resources.count == 2)
-            #expect(resources.first == ResourceDecision(resource: "free", authorized: true, error: nil))
+            #expect(resources.first == ResourceDecision(resource: "free", authorized: true, source: "mvpd"))
             let premium = try #require(resources.dropFirst().first)
             #expect(premium.resource == "premium")
             #expect(premium.authorized == false)

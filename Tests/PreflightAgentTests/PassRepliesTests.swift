@@ -76,6 +76,7 @@ struct PassRepliesTests {
                 .init(mvpd: "Comcast_SSO", resource: "espn-live", ageMs: 1234),
                 .init(mvpd: "Comcast_SSO", resource: "<rss><channel><title>x \"y\"</title></channel></rss>", ageMs: 0),
             ],
+            permits: 2,
             counters: counters
         )
         let nbc = PassSnapshot.Requestor(
@@ -87,6 +88,8 @@ struct PassRepliesTests {
             sessionState: "expired",
             sessionMvpd: "Cablevision",
             decisions: [],
+            signInNotAfterMs: 1_700_001_800_000,
+            selectedProvider: "Cablevision",
             counters: AnswerCounters()
         )
         let fox = PassSnapshot.Requestor(
@@ -130,15 +133,19 @@ struct PassRepliesTests {
                 + #""espn":{"configuration":{"state":"configured","configuredAt":1700000000123,"#
                 + #""mvpds":["Comcast_SSO","Cablevision"]},"#
                 + #""session":{"state":"authenticated","mvpd":"Comcast_SSO","notAfter":1700086400000},"#
+                + #""signIn":{"state":"none"},"selectedProvider":null,"permits":2,"#
                 + #""decisions":[{"mvpd":"Comcast_SSO","resource":"espn-live","ageMs":1234},"#
                 + #"{"mvpd":"Comcast_SSO","resource":"<rss><channel><title>x \"y\"</title></channel></rss>","ageMs":0}],"#
                 + #""counters":{"outcomes":{"failure":2,"response":5},"#
                 + #""codes":{"network_error":2,"preauthorization_denied_by_mvpd":1,"user_not_authenticated":1},"#
                 + #""permitted":3,"denied":1,"fromCache":2}},"#
                 + #""nbc":{"configuration":{"state":"failed","attempts":3,"lastError":"configuration answered HTTP 500"},"#
-                + #""session":{"state":"expired","mvpd":"Cablevision"},"decisions":[],"#
+                + #""session":{"state":"expired","mvpd":"Cablevision"},"#
+                + #""signIn":{"state":"pending","mvpd":null,"notAfter":1700001800000},"selectedProvider":"Cablevision","#
+                + #""permits":0,"decisions":[],"#
                 + #""counters":{"outcomes":{},"codes":{},"permitted":0,"denied":0,"fromCache":0}},"#
-                + #""fox":{"configuration":{"state":"pending","attempts":0},"session":{"state":"unknown"},"decisions":[],"#
+                + #""fox":{"configuration":{"state":"pending","attempts":0},"session":{"state":"unknown"},"#
+                + #""signIn":{"state":"none"},"selectedProvider":null,"permits":0,"decisions":[],"#
                 + #""counters":{"outcomes":{},"codes":{},"permitted":0,"denied":0,"fromCache":0}}},"#
                 + #""unknownRequestorAnswers":7}"#
         )
