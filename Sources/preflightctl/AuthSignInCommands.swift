@@ -220,7 +220,14 @@ struct AuthStatus: AgentCommand {
         let requestor = try requestorOption.resolve(options)
         var args: JSONObject = ["requestor": .string(requestor)]
         if fresh { args["fresh"] = true }
-        let result = try passCall(.checkAuthentication, args, appEndpoint: app.appEndpoint)
+        var result = try passCall(.checkAuthentication, args, appEndpoint: app.appEndpoint)
+        // The code is shown by `auth login` (which the user acts on), not in a status screen or its JSON.
+        if var object = result.objectValue, var pending = object["pending"]?.objectValue {
+            pending["code"] = nil
+            pending["url"] = nil
+            object["pending"] = .object(pending)
+            result = .object(object)
+        }
         let provider = try? passCall(
             .getSelectedProvider,
             ["requestor": .string(requestor)],
@@ -238,12 +245,9 @@ struct AuthStatus: AgentCommand {
                 rows.append(("Signed in", "no: " + describeStatus(result["status"])))
             }
             if let pending = result["pending"], pending != .null {
-                rows.append(
-                    (
-                        "Pending code",
-                        "\(displayValue(pending["code"] ?? .null)) at \(displayValue(pending["url"] ?? .null))"
-                    )
-                )
+                let provider =
+                    pending["mvpd"]?.stringValue.map { "with \($0)" } ?? "provider chosen on the second screen"
+                rows.append(("Sign-in pending", "\(provider); `preflightctl auth login` shows the code"))
                 rows.append(("Code valid until", until(pending["notAfter"])))
             }
             if let selected = provider?["selected"]?.stringValue { rows.append(("Selected provider", selected)) }

@@ -136,3 +136,13 @@ def test_the_requestor_must_be_named_when_the_box_serves_several(box):
     done = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", other, "auth", "status"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and f"name the requestor with --requestor (configured: {REQUESTOR}, other)" in done.stderr
+
+
+def test_status_tells_of_a_pending_sign_in_without_its_code(box):
+    folder, sim, agent = box
+    status, out, _ = ctl(agent, "auth", "login", "--no-wait", "--no-qr")
+    code = re.search(r"Code: (\S+)", out).group(1)
+    status, out, _ = ctl(agent, "auth", "status")
+    assert status == 1 and re.search(r"Sign-in pending\s+provider chosen on the second screen", out), out
+    status, json_out, _ = ctl(agent, "--json", "auth", "status")
+    assert code not in out and code not in json_out
