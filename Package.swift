@@ -103,7 +103,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "PassAuthorization",
+            name: "PassEntitlement",
             dependencies: [
                 "PreflightCore",
                 "PreflightProtocol",
@@ -121,7 +121,7 @@ let package = Package(
                 "PreflightCore",
                 "PreflightProtocol",
                 "TargetOffers",
-                "PassAuthorization",
+                "PassEntitlement",
                 "StateFiles",
                 "UpstreamHTTP",
                 "UpstreamHTTPClient",
@@ -211,9 +211,9 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
-            name: "PassAuthorizationTests",
+            name: "PassEntitlementTests",
             dependencies: [
-                "PassAuthorization", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP",
+                "PassEntitlement", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP",
                 "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -222,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "PreflightAgentTests",
             dependencies: [
-                "PreflightAgent", "PreflightProtocol", "TargetOffers", "PassAuthorization", "UpstreamHTTP",
+                "PreflightAgent", "PreflightProtocol", "TargetOffers", "PassEntitlement", "UpstreamHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -1,4 +1,4 @@
-import PassAuthorization
+import PassEntitlement
 import PreflightCore
 import PreflightProtocol
 import TargetOffers

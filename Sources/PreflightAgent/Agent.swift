@@ -1,5 +1,5 @@
 import Logging
-import PassAuthorization
+import PassEntitlement
 import PreflightCore
 import PreflightProtocol
 import ServiceLifecycle
@@ -26,7 +26,7 @@ public final class Agent: Sendable {
     public let runtime: AgentRuntime
     public let server: IPCServer
     public let target: TargetService
-    public let pass: Preauthorizer
+    public let pass: Entitlement
     let transport: AsyncHTTPClientTransport
     /// systemd's notification socket, when started by systemd (`Type=notify`).
     let notifier: SystemdNotifier?
@@ -40,7 +40,7 @@ public final class Agent: Sendable {
         runtime: AgentRuntime,
         server: IPCServer,
         target: TargetService,
-        pass: Preauthorizer,
+        pass: Entitlement,
         transport: AsyncHTTPClientTransport,
         notifier: SystemdNotifier?,
         hangups: UnixSignalsSequence,
@@ -106,7 +106,7 @@ public final class Agent: Sendable {
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
         )
-        let pass = Preauthorizer(
+        let pass = Entitlement(
             configuration: configuration.pass.serviceConfiguration,
             transport: breaker("pass"),
             stateDirectory: configuration.agent.stateDirectory,

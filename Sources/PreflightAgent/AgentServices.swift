@@ -1,5 +1,5 @@
 import Logging
-import PassAuthorization
+import PassEntitlement
 import PreflightProtocol
 import ServiceLifecycle
 import TargetOffers
@@ -73,7 +73,7 @@ struct NotificationSenderService: AgentService {
 struct PassBackgroundService: AgentService {
     static let name = "Adobe Pass background"
 
-    let pass: Preauthorizer
+    let pass: Entitlement
 
     func run() async {
         await cancelWhenGracefulShutdown { await pass.run() }

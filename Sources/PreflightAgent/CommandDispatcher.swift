@@ -1,5 +1,5 @@
 import Logging
-import PassAuthorization
+import PassEntitlement
 import PreflightCore
 import PreflightProtocol
 import Synchronization
@@ -85,7 +85,7 @@ public final class AgentRuntime: Sendable {
 public struct CommandDispatcher: RequestHandler {
     let runtime: AgentRuntime
     let target: TargetService
-    let pass: Preauthorizer
+    let pass: Entitlement
     let statistics: CommandStatistics
     /// Where work that waits on the network runs.
     let work: RequestWorkService
@@ -94,7 +94,7 @@ public struct CommandDispatcher: RequestHandler {
     public init(
         runtime: AgentRuntime,
         target: TargetService,
-        pass: Preauthorizer,
+        pass: Entitlement,
         statistics: CommandStatistics,
         work: RequestWorkService,
         logger: Logger

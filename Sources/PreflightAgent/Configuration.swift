@@ -1,4 +1,4 @@
-import PassAuthorization
+import PassEntitlement
 import PreflightProtocol
 import StateFiles
 import TargetOffers

@@ -1,5 +1,5 @@
 import Logging
-import PassAuthorization
+import PassEntitlement
 import PreflightProtocol
 import TargetOffers
 

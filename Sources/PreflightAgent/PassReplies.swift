@@ -1,4 +1,4 @@
-import PassAuthorization
+import PassEntitlement
 import PreflightProtocol
 
 // Adobe Pass's typed answers and its snapshot (`auth.list`, `status`) as PROTOCOL.md's JSON: the one place

@@ -1,5 +1,5 @@
 // The state directory's file operations, shared by every module that keeps state across restarts
-// (TargetOffers: visitor and notification journal; PassAuthorization: registration and device id;
+// (TargetOffers: visitor and notification journal; PassEntitlement: registration and device id;
 // PreflightAgent: the ipc socket folders). Every file the agent writes is written here.
 import SystemPackage
 

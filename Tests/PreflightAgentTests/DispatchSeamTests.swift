@@ -1,5 +1,5 @@
 import Logging
-import PassAuthorization
+import PassEntitlement
 import PreflightProtocol
 import Synchronization
 import TargetOffers
@@ -125,7 +125,7 @@ final class InProcessIPC: ReplySink {
             logger: logger,
             publish: { _, _ in }
         )
-        let pass = Preauthorizer(
+        let pass = Entitlement(
             configuration: configuration.pass.serviceConfiguration,
             transport: transport,
             stateDirectory: folder,

@@ -1,7 +1,7 @@
 import PreflightProtocol
 import Testing
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 @testable import PreflightAgent
 
 /// Adobe Pass's typed answers become PROTOCOL.md's JSON here, at the protocol edge, byte for byte.
@@ -56,7 +56,7 @@ struct PassRepliesTests {
     }
 
     /// `auth.list` of a snapshot with every optional member set, and of an empty one: the bytes the agent
-    /// wrote when the snapshot encoded itself in PassAuthorization.
+    /// wrote when the snapshot encoded itself in PassEntitlement.
     @Test func aSnapshotIsAuthListByteForByte() {
         var counters = AnswerCounters()
         counters.outcomes = ["response": 5, "failure": 2]

@@ -2,7 +2,7 @@ import Logging
 import PreflightProtocol
 import Synchronization
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Authentication session
 
     /// The requestor's current profile: from memory while before its `notAfter`; missing or expired

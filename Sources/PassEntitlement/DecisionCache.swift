@@ -2,7 +2,7 @@
 /// AccessEnabler. Denials are never kept (a user who just subscribed must not wait out a TTL), and the
 /// owner drops a requestor's entries whenever its authenticated profile changes or expires.
 ///
-/// A value type; the `Preauthorizer` keeps it behind its mutex.
+/// A value type; the `Entitlement` keeps it behind its mutex.
 struct DecisionCache: Sendable {
     struct Key: Hashable, Sendable {
         var requestor: String

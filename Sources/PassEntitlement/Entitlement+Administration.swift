@@ -1,7 +1,7 @@
 import Logging
 import Synchronization
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Administration
 
     /// Applies a reloaded configuration. Tokens, registration, profiles and decisions stay where still
@@ -88,7 +88,7 @@ extension Preauthorizer {
     }
 }
 
-/// What `Preauthorizer.clear(requestor:registration:)` dropped: the answer to `auth.clear`.
+/// What `Entitlement.clear(requestor:registration:)` dropped: the answer to `auth.clear`.
 public struct ClearedPassState: Sendable, Hashable {
     /// The requestor cleared, or nil for all of them.
     public let requestor: String?

@@ -3,7 +3,7 @@ import PreflightProtocol
 import StateFiles
 import Testing
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 @Test func sha256MatchesTheFIPSTestVectors() {
     #expect(

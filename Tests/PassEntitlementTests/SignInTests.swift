@@ -2,7 +2,7 @@ import Foundation
 import PreflightProtocol
 import Testing
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 /// `pass-signin.json`: what a restart resumes, and what it must not.
 struct SignInStoreTests {

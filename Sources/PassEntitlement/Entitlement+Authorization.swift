@@ -3,7 +3,7 @@ import PreflightCore
 import PreflightProtocol
 import Synchronization
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Authentication status, authorization, logout, metadata, provider
 
     /// The answer deadline for a requestor this box serves; nil (and counted) for any other.

@@ -13,7 +13,7 @@ struct SignInPoll: Sendable, Hashable {
     var failures = 0
 }
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Sign-in with a code on a second screen
 
     /// `getAuthentication`: the user is signed in already, or the code to show. A live code is shared by

@@ -1,4 +1,4 @@
-/// Everything the `Preauthorizer` shares between the agent's I/O thread and its tasks, behind one mutex.
+/// Everything the `Entitlement` shares between the agent's I/O thread and its tasks, behind one mutex.
 struct PassState: Sendable {
     var configuration: PassConfiguration
     /// By requestor id, for the requestors in `configuration.requestors`.

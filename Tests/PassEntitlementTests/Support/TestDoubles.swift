@@ -5,7 +5,7 @@ import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 /// Holds callers until opened.
 final class Gate: Sendable {
@@ -248,7 +248,7 @@ final class FakePass: HTTPTransport, Sendable {
     }
 }
 
-/// Events published by the Preauthorizer.
+/// Events published by the Entitlement.
 final class EventRecorder: Sendable {
     private let recorded = Mutex<[(topic: String, body: JSONObject)]>([])
 
@@ -319,7 +319,7 @@ func makeTemporaryDirectory() -> String {
 }
 
 /// Everything a unit test needs: a fake Adobe Pass, a manual clock, recorded events and logs, and a
-/// Preauthorizer wired to them.
+/// Entitlement wired to them.
 struct Harness {
     /// A JWT-shaped software statement; tests search output for it.
     static let softwareStatement = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwcmVmbGlnaHQtdGVzdCJ9.c2lnbmF0dXJlLXNlY3JldA"
@@ -345,7 +345,7 @@ struct Harness {
     let events: EventRecorder
     let logs: LogRecorder
     let directory: String
-    let preauthorizer: Preauthorizer
+    let entitlement: Entitlement
 
     init(
         configuration: PassConfiguration = Harness.configuration(),
@@ -358,7 +358,7 @@ struct Harness {
         self.events = EventRecorder()
         self.logs = LogRecorder()
         self.directory = directory
-        self.preauthorizer = Preauthorizer(
+        self.entitlement = Entitlement(
             configuration: configuration,
             transport: fake,
             stateDirectory: directory,
@@ -378,13 +378,13 @@ struct Harness {
         requestor: String = "espn",
         disabled: Set<PreauthorizeFeature> = []
     ) async -> PreauthorizeAnswer {
-        await preauthorizer.preauthorize(
+        await entitlement.preauthorize(
             PreauthorizeCommand(requestor: requestor, resources: resources, disabledFeatures: disabled)
         )
     }
 
     func cached(_ resources: [String], requestor: String = "espn") -> PreauthorizeAnswer? {
-        preauthorizer.cachedResponse(for: PreauthorizeCommand(requestor: requestor, resources: resources))
+        entitlement.cachedResponse(for: PreauthorizeCommand(requestor: requestor, resources: resources))
     }
 }
 

@@ -4,7 +4,7 @@ import StateFiles
 import Testing
 import UpstreamHTTP
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 @Test func snapshotShowsPerRequestorState() async throws {
     let harness = Harness()
@@ -14,7 +14,7 @@ import UpstreamHTTP
     harness.clock.advance(by: .seconds(7))
     _ = await harness.preauthorize(["r1"])
     _ = await harness.preauthorize(["x"], requestor: "hbo")
-    let snapshot = harness.preauthorizer.snapshot()
+    let snapshot = harness.entitlement.snapshot()
     #expect(snapshot.serverURL == "https://pass.test")
     #expect(snapshot.registration == .registered)
     #expect(snapshot.token == .valid)
@@ -40,7 +40,7 @@ import UpstreamHTTP
     let harness = Harness()
     harness.login()
     _ = await harness.preauthorize(["r1", "r2"])
-    let cleared = harness.preauthorizer.clear(requestor: "espn", registration: false)
+    let cleared = harness.entitlement.clear(requestor: "espn", registration: false)
     #expect(cleared == ClearedPassState(requestor: "espn", profiles: 1, decisions: 2, registration: false))
     #expect(harness.cached(["r1"]) == nil)
     #expect(FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
@@ -53,11 +53,11 @@ import UpstreamHTTP
     let harness = Harness()
     harness.login()
     _ = await harness.preauthorize(["r1"])
-    let cleared = harness.preauthorizer.clear(requestor: nil, registration: true)
+    let cleared = harness.entitlement.clear(requestor: nil, registration: true)
     #expect(cleared.registration)
     #expect(cleared.requestor == nil)
     #expect(!FileManager.default.fileExists(atPath: "\(harness.directory)/pass-registration.json"))
-    #expect(harness.preauthorizer.snapshot().token == PassSnapshot.TokenState.none)
+    #expect(harness.entitlement.snapshot().token == PassSnapshot.TokenState.none)
     #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
     #expect(harness.fake.count("register") == 2)
     #expect(FileSystem.permissions(of: "\(harness.directory)/pass-registration.json") == 0o600)
@@ -70,14 +70,14 @@ import UpstreamHTTP
     _ = await harness.preauthorize(["r1"])
     var configuration = Harness.configuration(requestors: ["nbc", "fox"])
     configuration.timeout = .seconds(2)
-    harness.preauthorizer.update(configuration: configuration)
+    harness.entitlement.update(configuration: configuration)
     let removed = await harness.preauthorize(["r1"])
     #expect(removed.statusCode == "requestor_not_configured")
     #expect(removed.failure?.message.contains("not configured on this box") == true)
     #expect(await harness.preauthorize(["r1"], requestor: "fox") == permits(["r1"]))
     #expect(harness.fake.requests("preauthorize").last?.timeout == .seconds(2))
     #expect(harness.fake.count("token") == 1, "the token survives a reload that keeps the server")
-    #expect(harness.preauthorizer.snapshot().requestors.map(\.name) == ["nbc", "fox"])
+    #expect(harness.entitlement.snapshot().requestors.map(\.name) == ["nbc", "fox"])
 }
 
 @Test func newServerURLRegistersAndConfiguresAgain() async {
@@ -86,7 +86,7 @@ import UpstreamHTTP
     _ = await harness.preauthorize(["r1"])
     var configuration = Harness.configuration()
     configuration.serverURL = "https://pass-2.test"
-    harness.preauthorizer.update(configuration: configuration)
+    harness.entitlement.update(configuration: configuration)
     #expect(harness.cached(["r1"]) == nil)
     #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
     #expect(harness.fake.count("register") == 2)
@@ -97,18 +97,18 @@ import UpstreamHTTP
 @Test func runRegistersConfiguresAndRetriesWithBackoff() async {
     let harness = Harness()
     harness.fake.script("configuration", .respond(FakePass.json(503, FakePass.adobeError(503, "service_unavailable"))))
-    let run = Pending { await harness.preauthorizer.maintain() }
+    let run = Pending { await harness.entitlement.maintain() }
     #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
     #expect(harness.fake.count("register") == 1)
-    #expect(harness.preauthorizer.snapshot().requestor("espn")?.configurationState == .failed)
-    #expect(harness.preauthorizer.snapshot().requestor("nbc")?.configurationState == .configured)
+    #expect(harness.entitlement.snapshot().requestor("espn")?.configurationState == .failed)
+    #expect(harness.entitlement.snapshot().requestor("nbc")?.configurationState == .configured)
     #expect(harness.clock.nextWakeUp == .seconds(1))
     harness.clock.advance(by: .seconds(1))
     #expect(await eventually { harness.fake.count("configuration") == 3 })
     #expect(await eventually { harness.clock.sleeperCount == 1 })
-    #expect(harness.preauthorizer.snapshot().requestor("espn")?.configurationState == .configured)
+    #expect(harness.entitlement.snapshot().requestor("espn")?.configurationState == .configured)
     // A reload wakes the loop at once for a new requestor.
-    harness.preauthorizer.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
+    harness.entitlement.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
     #expect(await eventually { harness.fake.count("configuration") == 4 })
     #expect(harness.fake.requests("configuration").last?.url.hasSuffix("/fox/configuration") == true)
     // The token is renewed before it expires (3600 s lifetime: at 3540 s).
@@ -133,12 +133,12 @@ import UpstreamHTTP
     harness.fake.forgetClients()
     harness.fake.revokeTokens()
     _ = await harness.preauthorize(["r4"])
-    _ = harness.preauthorizer.clear(requestor: nil, registration: false)
+    _ = harness.entitlement.clear(requestor: nil, registration: false)
 
     var output = harness.logs.all
     output += harness.events.all.map { "\($0.topic) \(JSONValue.object($0.body).text)" }
     // Everything the snapshot holds, every field the agent may show (auth.list, status, the status line).
-    output.append(String(describing: harness.preauthorizer.snapshot()))
+    output.append(String(describing: harness.entitlement.snapshot()))
     let secrets = [Harness.softwareStatement] + harness.fake.clientSecrets + harness.fake.issuedTokens
     #expect(secrets.count >= 5)
     #expect(harness.logs.all.count > 5, "logging was captured")

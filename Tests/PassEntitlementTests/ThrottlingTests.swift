@@ -2,7 +2,7 @@ import PreflightProtocol
 import Testing
 import UpstreamHTTP
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 private func throttled(retryAfter: String?) -> HTTPResponse {
     var headers = ["content-type": "text/html"]
@@ -22,7 +22,7 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     let tasks = (0..<5).map { _ in
         Pending { await harness.preauthorize(["r1", "r2"]) }
     }
-    #expect(await eventually { await harness.preauthorizer.batcher.waiting == 5 && harness.fake.gate.waiting == 1 })
+    #expect(await eventually { await harness.entitlement.batcher.waiting == 5 && harness.fake.gate.waiting == 1 })
     harness.fake.gate.open()
     for task in tasks {
         #expect(await task.wait() == permits(["r1", "r2"]))
@@ -44,7 +44,7 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     let tasks = (0..<4).map { index in
         Pending { await harness.preauthorize(["r\(index)"]) }
     }
-    #expect(await eventually { await harness.preauthorizer.batcher.waiting == 4 })
+    #expect(await eventually { await harness.entitlement.batcher.waiting == 4 })
     #expect(harness.clock.sleeperCount == 1)
     harness.clock.advance(by: .milliseconds(1100))
     for (index, task) in tasks.enumerated() {
@@ -69,7 +69,7 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(
         harness.events.bodies("upstream.error").contains { $0["status"] == 429 && $0["operation"] == "preauthorize" }
     )
-    #expect(harness.preauthorizer.snapshot().burstRemaining == 0)
+    #expect(harness.entitlement.snapshot().burstRemaining == 0)
 }
 
 @Test func throttledRequestWithoutRetryAfterBacksOff() async {

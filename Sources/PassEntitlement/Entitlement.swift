@@ -4,19 +4,23 @@ import PreflightProtocol
 import Synchronization
 import UpstreamHTTP
 
-/// The agent's Adobe Pass side: answers `preauthorize` (PROTOCOL.md) for the requestors this box serves,
-/// from its decision cache or from Adobe Pass REST API v2, and keeps what that needs (DCR registration,
-/// access token, requestor configurations, authenticated profiles, permit decisions).
+/// The agent's Adobe Pass side: the box's one entitlement for every app of the requestors it serves, on
+/// DCR and REST API v2 with the AccessEnabler's names (PROTOCOL.md): `preauthorize` from its decision
+/// cache or Adobe, the second-screen sign-in (`getAuthentication`, kept across restarts), playback
+/// authorization with media tokens, logout, metadata and provider choice. It keeps what that needs (DCR
+/// registration, access token, requestor configurations, authenticated profiles, permit decisions, the
+/// pending sign-in); never a media token.
 ///
-/// Threading: `cachedResponse(for:)`, `snapshot()`, `clear(requestor:registration:)` and
-/// `update(configuration:)` are synchronous and only take a mutex, so the agent's I/O thread may call
-/// them. `preauthorize(_:)` and `run()` are async and wait on the network.
+/// Threading: `cachedResponse(for:)`, `snapshot()`, `clear(requestor:registration:)`,
+/// `cancelAuthentication(requestor:)` and `update(configuration:)` are synchronous and only take a mutex,
+/// so the agent's I/O thread may call them. The other answers and `run()` are async and wait on the network.
 ///
 /// Events (through `publish`): `auth.decisions` (requestor, mvpd, permitted, denied, source `cache` or
 /// `network`, fromCache), `auth.session` (requestor, state `authenticated` with mvpd and notAfter,
-/// `missing`, `expired`), `upstream.error` (service `pass`, operation, status, code). No event, log line
-/// or snapshot ever holds the software statement, the client secret or an access token.
-public final class Preauthorizer: Sendable {
+/// `missing`, `expired`), `auth.code`, `auth.authenticated`, `auth.failed`, `auth.logout`, `upstream.error`
+/// (service `pass`, operation, status, code). No event, log line or snapshot ever holds the software
+/// statement, the client secret, an access token or a media token; a registration code only `auth.code`.
+public final class Entitlement: Sendable {
     let state: Mutex<PassState>
     let upstream: PassUpstream
     /// Whether Adobe Pass answers at all (status); nil without a breaking transport (tests).

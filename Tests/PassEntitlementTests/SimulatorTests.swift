@@ -5,12 +5,12 @@ import Testing
 import UpstreamHTTP
 import UpstreamHTTPClient
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 /// The real `tools/preflight-sim`, started for one test on a free loopback port, validating every request
 /// against the official Adobe Pass OpenAPI files in `../shared/specs`.
 final class Simulator {
-    /// The repository root (this file lives in `Tests/PassAuthorizationTests/`).
+    /// The repository root (this file lives in `Tests/PassEntitlementTests/`).
     static let repository = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let specs = repository.deletingLastPathComponent().appendingPathComponent("shared/specs")
@@ -95,13 +95,13 @@ struct SimulatorError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// A Preauthorizer on the system clock, talking to the simulator over loopback.
-private func makePreauthorizer(
+/// A Entitlement on the system clock, talking to the simulator over loopback.
+private func makeEntitlement(
     _ simulator: Simulator,
     requestors: [String] = ["espn"],
     events: EventRecorder = EventRecorder(),
     logs: LogRecorder = LogRecorder()
-) -> (Preauthorizer, String) {
+) -> (Entitlement, String) {
     let directory = makeTemporaryDirectory()
     let configuration = PassConfiguration(
         serverURL: simulator.baseURL,
@@ -111,14 +111,14 @@ private func makePreauthorizer(
         deviceInfo: DeviceInfo(model: "SimBox", version: "1.0", osVersion: "6.1.0"),
         timeout: .seconds(5)
     )
-    let preauthorizer = Preauthorizer(
+    let entitlement = Entitlement(
         configuration: configuration,
         transport: simulator.transport,
         stateDirectory: directory,
         logger: logs.logger,
         publish: events.publish
     )
-    return (preauthorizer, directory)
+    return (entitlement, directory)
 }
 
 @Suite(
@@ -138,15 +138,15 @@ struct SimulatorTests {
                 ["serviceProvider": "espn", "mvpd": "Cablevision", "ttlSeconds": 3600]
             )
             let events = EventRecorder()
-            let (preauthorizer, directory) = makePreauthorizer(simulator, events: events)
-            let answer = await preauthorizer.preauthorize(
+            let (entitlement, directory) = makeEntitlement(simulator, events: events)
+            let answer = await entitlement.preauthorize(
                 PreauthorizeCommand(requestor: "espn", resources: ["r1", "r2"])
             )
             #expect(answer == permits(["r1", "r2"]))
-            let cached = preauthorizer.cachedResponse(for: PreauthorizeCommand(requestor: "espn", resources: ["r2"]))
+            let cached = entitlement.cachedResponse(for: PreauthorizeCommand(requestor: "espn", resources: ["r2"]))
             #expect(cached == permits(["r2"]))
             #expect(FileSystem.permissions(of: "\(directory)/pass-registration.json") == 0o600)
-            let espn = preauthorizer.snapshot().requestor("espn")
+            let espn = entitlement.snapshot().requestor("espn")
             #expect(espn?.configurationState == .configured)
             #expect(espn?.sessionMvpd == "Cablevision")
             #expect(events.bodies("auth.session").first?["state"] == "authenticated")
@@ -177,8 +177,8 @@ struct SimulatorTests {
                     "decisions": ["premium": ["authorized": false, "error": "preauthorization_denied_by_mvpd"]],
                 ]
             )
-            let (preauthorizer, _) = makePreauthorizer(simulator)
-            let answer = await preauthorizer.preauthorize(
+            let (entitlement, _) = makeEntitlement(simulator)
+            let answer = await entitlement.preauthorize(
                 PreauthorizeCommand(
                     requestor: "espn",
                     resources: ["free", "premium"],
@@ -200,7 +200,7 @@ struct SimulatorTests {
             #expect(error["helpUrl"] != nil && error["trace"] != nil)
             // The session missing for another requestor comes back as the agent-side code.
             try await simulator.control("POST", "/_sim/pass/logout", [:])
-            let (second, _) = makePreauthorizer(simulator, requestors: ["nbc"])
+            let (second, _) = makeEntitlement(simulator, requestors: ["nbc"])
             let missing = await second.preauthorize(PreauthorizeCommand(requestor: "nbc", resources: ["x"]))
             #expect(missing.statusCode == "authentication_session_missing")
             try await simulator.expectNoViolations()
@@ -220,10 +220,10 @@ struct SimulatorTests {
                 ["serviceProvider": "espn", "mvpd": "Cablevision", "ttlSeconds": 3600]
             )
             try await simulator.control("POST", "/_sim/pass/ratelimit", ["enabled": true, "perSecond": 1, "burst": 10])
-            let (preauthorizer, _) = makePreauthorizer(simulator)
+            let (entitlement, _) = makeEntitlement(simulator)
             let apps = (0..<20).map { index in
                 Pending {
-                    await preauthorizer.preauthorize(
+                    await entitlement.preauthorize(
                         PreauthorizeCommand(
                             requestor: "espn",
                             resources: ["movie-\(index % 12)", "channel-\(index % 3)"]
@@ -262,8 +262,8 @@ struct SimulatorTests {
                 ["path": "/api/v2/espn/decisions/preauthorize/Cablevision", "status": 429, "retryAfter": 1, "count": 1]
             )
             let events = EventRecorder()
-            let (preauthorizer, _) = makePreauthorizer(simulator, events: events)
-            let answer = await preauthorizer.preauthorize(PreauthorizeCommand(requestor: "espn", resources: ["r1"]))
+            let (entitlement, _) = makeEntitlement(simulator, events: events)
+            let answer = await entitlement.preauthorize(PreauthorizeCommand(requestor: "espn", resources: ["r1"]))
             #expect(answer == permits(["r1"]))
             #expect(events.bodies("upstream.error").contains { $0["status"] == 429 })
             try await simulator.expectNoViolations()

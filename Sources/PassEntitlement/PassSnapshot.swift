@@ -66,7 +66,7 @@ public struct PassSnapshot: Sendable, Equatable {
     public var unknownRequestorAnswers: Int
 }
 
-extension Preauthorizer {
+extension Entitlement {
     /// The admin view (no secrets): registration and token expiry, pacing, and per requestor the
     /// configuration state and last error, the session (mvpd, notAfter), cached decisions with their
     /// age, and answer counters by outcome and code. Times are wall-clock epoch milliseconds; ages and

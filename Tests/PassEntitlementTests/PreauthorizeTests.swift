@@ -3,7 +3,7 @@ import PreflightProtocol
 import Testing
 import UpstreamHTTP
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 @Test func restCallsCarryTheDocumentedHeaders() async throws {
     let harness = Harness()
@@ -103,7 +103,7 @@ import UpstreamHTTP
     harness.fake.logout("espn")
     let answer = await harness.preauthorize(["r1"])
     #expect(answer.statusCode == "authentication_session_expired")
-    #expect(harness.preauthorizer.snapshot().requestor("espn")?.decisions == [])
+    #expect(harness.entitlement.snapshot().requestor("espn")?.decisions == [])
     // A new login is a new profile: decisions are asked for again.
     harness.clock.advance(by: .seconds(5))
     harness.login()
@@ -119,7 +119,7 @@ import UpstreamHTTP
     harness.login(mvpd: "Comcast_SSO")
     #expect(await harness.preauthorize(["r1"]) == permits(["r1"]))
     #expect(harness.fake.requests("preauthorize").last?.url.hasSuffix("/Comcast_SSO") == true)
-    #expect(harness.preauthorizer.snapshot().requestor("espn")?.sessionMvpd == "Comcast_SSO")
+    #expect(harness.entitlement.snapshot().requestor("espn")?.sessionMvpd == "Comcast_SSO")
 }
 
 @Test func decisionsAndEnhancedErrorsArePassedThroughInRequestOrder() async {
@@ -274,7 +274,7 @@ import UpstreamHTTP
     #expect(last?["source"] == "cache")
     #expect(harness.cached(["r1"], requestor: "nbc") == nil)
     #expect(
-        harness.preauthorizer.cachedResponse(
+        harness.entitlement.cachedResponse(
             for: PreauthorizeCommand(requestor: "espn", resources: ["r1"], disabledFeatures: [.localCache])
         ) == nil
     )

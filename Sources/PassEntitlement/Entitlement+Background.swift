@@ -1,7 +1,7 @@
 import PreflightCore
 import Synchronization
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Background
 
     /// The background work, until cancelled: keeping registration, token and configurations

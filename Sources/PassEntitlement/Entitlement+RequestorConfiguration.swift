@@ -2,7 +2,7 @@ import Logging
 import PreflightCore
 import Synchronization
 
-extension Preauthorizer {
+extension Entitlement {
     // MARK: Requestor configuration
 
     /// The shortest spacing of configuration attempts that apps' `preauthorize` calls may cause.

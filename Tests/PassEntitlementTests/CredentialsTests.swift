@@ -4,7 +4,7 @@ import StateFiles
 import Testing
 import UpstreamHTTP
 
-@testable import PassAuthorization
+@testable import PassEntitlement
 
 @Test func registersOnceAndReusesTheRegistrationAcrossRestarts() async throws {
     let directory = makeTemporaryDirectory()
@@ -24,7 +24,7 @@ import UpstreamHTTP
     let clientID = try #require(stored["client_id"]?.stringValue)
     #expect(stored["software_statement"] == nil, "the statement itself is not stored")
 
-    // A restart: a new Preauthorizer over the same state directory and the same Adobe Pass.
+    // A restart: a new Entitlement over the same state directory and the same Adobe Pass.
     let second = Harness(directory: directory, fake: first.fake)
     #expect(await second.preauthorize(["r2"]) == permits(["r2"]))
     #expect(first.fake.count("register") == 1, "never registers again while the registration works")
