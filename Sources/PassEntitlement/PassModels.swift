@@ -13,6 +13,15 @@ enum PassOperation: String, Sendable {
     case profileForCode
     case authorize
     case logout
+
+    /// `url` as a log line may show it: the registration code at the end of a sign-in call's path is
+    /// replaced (codes are shown to the user, never written to the journal).
+    func loggable(_ url: String) -> String {
+        guard self == .sessionStatus || self == .profileForCode, let slash = url.lastIndex(of: "/") else {
+            return url
+        }
+        return url[...slash] + "(code)"
+    }
 }
 
 /// What an upstream call can come back with: the value, a top-level Adobe Pass error (passed through to

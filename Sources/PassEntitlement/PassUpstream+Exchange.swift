@@ -61,7 +61,7 @@ extension PassUpstream {
             request.timeout = min(request.timeout, remaining)
             logger.debug(
                 "Adobe Pass request",
-                metadata: ["operation": "\(operation.rawValue)", "url": "\(request.url)"]
+                metadata: ["operation": "\(operation.rawValue)", "url": "\(operation.loggable(request.url))"]
             )
             let response: HTTPResponse
             do {

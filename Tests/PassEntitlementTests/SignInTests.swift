@@ -91,3 +91,12 @@ struct EntitlementParsingTests {
         #expect(profile.type == "temporary" && profile.attributes["zip"]?["value"] == "10001")
     }
 }
+
+@Test func logLinesNeverShowTheRegistrationCode() {
+    let url = "https://sp.auth.adobe.com/api/v2/espn/profiles/code/ABC1234"
+    #expect(PassOperation.profileForCode.loggable(url) == "https://sp.auth.adobe.com/api/v2/espn/profiles/code/(code)")
+    #expect(
+        PassOperation.sessionStatus.loggable("https://x/api/v2/espn/sessions/ABC1234").hasSuffix("/sessions/(code)")
+    )
+    #expect(PassOperation.profiles.loggable("https://x/api/v2/espn/profiles") == "https://x/api/v2/espn/profiles")
+}

@@ -36,6 +36,8 @@ class Box:
                 "signInPollInterval": 1,
                 **pass_extra,
             },
+            # Debug lines too: not even they may carry a code or a media token.
+            agent_extra={"logLevel": "debug"},
         )
         self.events = Events(self.agent, b"auth.", confirm=True)
         return self.agent
