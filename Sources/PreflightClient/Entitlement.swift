@@ -420,13 +420,23 @@ extension PreflightClient {
     /// Chooses the TV provider the next sign-in uses (nil clears the choice), kept by the agent across restarts:
     /// the AccessEnabler's `setSelectedProvider(_:)`. Returns the providers and the choice.
     ///
-    /// - Throws: ``PreflightError`` with code `invalid_argument` (field `mvpd`) for a provider the requestor does
-    ///   not integrate with (nothing changed); `agent_unreachable`, `timed_out`, ... when the agent could not be
-    ///   reached; `requestor_missing` without a requestor.
+    /// An agent that cannot be reached does not throw: as with the other calls, the answer has no providers and
+    /// status `network_error`.
+    ///
+    /// - Throws: ``PreflightError`` when the agent refused the request: code `invalid_argument` (field `mvpd`)
+    ///   for a provider the requestor does not integrate with (nothing changed); `requestor_missing` without a
+    ///   requestor.
     public func setSelectedProvider(_ mvpd: String?) async throws(PreflightError) -> ProviderSelection {
         let args: JSONObject = ["mvpd": mvpd.map { JSONValue.string($0) } ?? .null]
-        let result = try await entitlementRequest(.setSelectedProvider, args)
-        return EntitlementWire.providerSelection(from: result)
+        do throws(PreflightError) {
+            return EntitlementWire.providerSelection(from: try await entitlementRequest(.setSelectedProvider, args))
+        } catch {
+            let status = PassWire.status(for: error)
+            guard status.code == "network_error" || status.code == "server_response_format_unknown" else {
+                throw error
+            }
+            return ProviderSelection(selected: nil, mvpds: [], status: status)
+        }
     }
 
     // MARK: Callback forms
@@ -503,8 +513,8 @@ extension PreflightClient {
     }
 
     /// ``setSelectedProvider(_:)`` with the AccessEnabler's two callbacks: `onFailure` with no providers and a
-    /// status (code `invalid_argument` for an unknown provider, `network_error` when the agent could not be
-    /// reached) where the async form throws.
+    /// status: `network_error` when the agent could not be reached, and where the async form throws, the agent's
+    /// code (`invalid_argument` for an unknown provider).
     public func setSelectedProvider(_ mvpd: String?, didCompleteWith callback: AccessEnablerCallback<ProviderSelection>)
     {
         Task {
