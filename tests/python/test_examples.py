@@ -359,6 +359,8 @@ def test_client_signs_in_with_a_code_authorizes_and_logs_out(env):
         assert (refused.value.code, refused.value.field) == ("invalid_argument", "mvpd")
         assert client.set_selected_provider(MVPD).selected == MVPD
 
+        # One subscription for the whole flow: a SUB sees only what is published after it joined, and the
+        # logout's event follows its reply at once (auth.authenticated comes after a poll, long after the join).
         with client.authentication_events(timeout=30) as events:
             result = client.get_authentication()
             assert not result.failed and result.authenticated is False and result.mvpd == MVPD
@@ -375,33 +377,32 @@ def test_client_signs_in_with_a_code_authorizes_and_logs_out(env):
                 seen.append(event)
                 if event.kind == "authenticated":
                     break
-        assert seen[-1].kind == "authenticated" and seen[-1].mvpd == MVPD and seen[-1].requestor == REQUESTOR
-        assert all(event.kind in ("code", "session", "authenticated") for event in seen), seen
+            assert seen[-1].kind == "authenticated" and seen[-1].mvpd == MVPD and seen[-1].requestor == REQUESTOR
+            assert all(event.kind in ("code", "session", "authenticated") for event in seen), seen
 
-        status = client.check_authentication()
-        assert status.authenticated is True and status.mvpd == MVPD and status.type == "regular"
-        assert status.not_after == seen[-1].not_after and status.status is None and status.pending is None
-        signed_in = client.get_authentication()
-        assert (signed_in.authenticated, signed_in.mvpd, signed_in.not_after, signed_in.pending) == (
-            True, MVPD, status.not_after, None)
-        assert client.cancel_authentication() is False
+            status = client.check_authentication()
+            assert status.authenticated is True and status.mvpd == MVPD and status.type == "regular"
+            assert status.not_after == seen[-1].not_after and status.status is None and status.pending is None
+            signed_in = client.get_authentication()
+            assert (signed_in.authenticated, signed_in.mvpd, signed_in.not_after, signed_in.pending) == (
+                True, MVPD, status.not_after, None)
+            assert client.cancel_authentication() is False
 
-        metadata = client.get_metadata()
-        assert metadata.attributes["zip"] == "10001" and metadata.attributes["userID"] and metadata.status is None
-        assert client.get_metadata("zip") == Metadata(key="zip", value="10001")
-        assert client.get_metadata("nothing") == Metadata(key="nothing", value=None)
+            metadata = client.get_metadata()
+            assert metadata.attributes["zip"] == "10001" and metadata.attributes["userID"] and metadata.status is None
+            assert client.get_metadata("zip") == Metadata(key="zip", value="10001")
+            assert client.get_metadata("nothing") == Metadata(key="nothing", value=None)
 
-        granted = client.get_authorization("movie-1")
-        assert granted.authorized is True and granted.source == "mvpd" and granted.mvpd == MVPD
-        token = granted.media_token.serialized_token
-        assert token and granted.media_token.not_after > granted.media_token.not_before
-        # Printed, the response keeps the token to itself.
-        assert token not in repr(granted) and token not in str(granted.media_token)
-        assert granted.media_token.masked in repr(granted)
-        checked = client.check_authorization("movie-1")
-        assert checked.authorized is True and checked.from_cache is True and checked.media_token is None
+            granted = client.get_authorization("movie-1")
+            assert granted.authorized is True and granted.source == "mvpd" and granted.mvpd == MVPD
+            token = granted.media_token.serialized_token
+            assert token and granted.media_token.not_after > granted.media_token.not_before
+            # Printed, the response keeps the token to itself.
+            assert token not in repr(granted) and token not in str(granted.media_token)
+            assert granted.media_token.masked in repr(granted)
+            checked = client.check_authorization("movie-1")
+            assert checked.authorized is True and checked.from_cache is True and checked.media_token is None
 
-        with client.authentication_events(timeout=30) as events:
             logout = client.logout()
             assert logout.logged_out is True and logout.mvpd == MVPD and logout.status is None
             assert logout.action_type == "interactive" and logout.url.startswith("https://")
