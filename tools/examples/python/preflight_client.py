@@ -33,10 +33,11 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
 
 Like the SDKs, it keeps the app working when the agent cannot be reached: `load_requests` answers each
 request's default content, `prefetch` answers False, `preauthorize` answers a failure with status
-code `network_error`, and so does every entitlement call in its result's `status` (`cancel_authentication`,
-whose result is a bool, answers None). Every command it sends is safe to repeat, so a request that gets no reply in time
-is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a bounded number of
-times. A client may be shared by threads: each request borrows a socket of its own.
+code `network_error`, and so does every entitlement call in its result's `status`
+(`cancel_authentication`, whose result is a bool, answers None). A MediaToken prints only its last 4
+characters: the token is the app's secret. Every command it sends is safe to repeat, so a request that
+gets no reply in time is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a
+bounded number of times. A client may be shared by threads: each request borrows a socket of its own.
 """
 
 from __future__ import annotations
