@@ -175,6 +175,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "example-sign-in",
+            dependencies: ["PreflightClient"],
+            path: "Examples/SignIn",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "example-watch-events",
             dependencies: ["PreflightClient"],
             path: "Examples/WatchEvents",

@@ -42,7 +42,8 @@ extension PreflightClient {
     /// Timeouts and retries of a client. The defaults suit an app on the box; tests shorten them.
     ///
     /// Every command the client sends is safe to repeat (a prefetch replaces the cache entry it made, a load
-    /// and a preauthorize only read, a clear of an empty cache clears nothing), so a request that got no reply
+    /// and a preauthorize only read, a clear of an empty cache clears nothing, a second `getAuthentication` joins
+    /// the code of the first, a second `logout` finds nothing left to sign out of), so a request that got no reply
     /// is sent again on a new socket ("Lazy Pirate"). A call gives up after `retries + 1` attempts: at most
     /// about `(retries + 1) × timeout` plus the delays between attempts.
     public struct Configuration: Sendable, Hashable {
@@ -50,8 +51,9 @@ extension PreflightClient {
         /// reply. The agent answers a load within its Target timeout (`target.timeout`, default 5 s), so the
         /// default is a little longer than that.
         public var requestTimeout: Duration
-        /// How long one attempt of `preauthorize` waits: the agent answers within `pass.answerDeadline`
-        /// (default 15 s), even when it must pace its calls to Adobe Pass.
+        /// How long one attempt of `preauthorize`, or of an entitlement call (`checkAuthentication`,
+        /// `getAuthorization`, `logout`, ...), waits: the agent answers within `pass.answerDeadline` (default 15 s),
+        /// even when it must pace its calls to Adobe Pass.
         public var preauthorizeTimeout: Duration
         /// Attempts after the first, for requests without a reply, while the agent is not listening, or when
         /// it answers `shutting_down` or `overloaded`.

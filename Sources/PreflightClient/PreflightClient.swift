@@ -4,7 +4,8 @@ import ZeroMQ
 
 /// An app's connection to `preflightd`, with calls that read like the Adobe SDKs: Target's prefetch API
 /// (`targetPrefetchContent`, `targetLoadRequests`, `targetPrefetchClearCache`) and the AccessEnabler's
-/// `preauthorize`.
+/// `preauthorize` and entitlement calls (`checkAuthentication`, `getAuthentication`, `getAuthorization`, `logout`,
+/// ...; see Entitlement.swift).
 ///
 /// Make one per app and share it: it is safe to use from any number of tasks and threads at once. One
 /// dedicated thread owns its ZeroMQ DEALER socket; every call hands its request to that thread and is
@@ -99,9 +100,16 @@ public final class PreflightClient: Sendable {
     /// - Throws: ``PreflightError``: the agent's error reply (its code passes through), or why no reply came.
     public func request(_ command: String, args: JSONObject? = nil) async throws(PreflightError) -> JSONValue {
         let timeout =
-            command == Command.preauthorize.wireName ? configuration.preauthorizeTimeout : configuration.requestTimeout
+            Command(wireName: command).map(Self.passCommands.contains) == true
+            ? configuration.preauthorizeTimeout : configuration.requestTimeout
         return try await send(command, args: args, timeout: timeout).get()
     }
+
+    /// The commands the agent answers within `pass.answerDeadline`: they wait on Adobe Pass (or its pacing).
+    static let passCommands: Set<Command> = [
+        .preauthorize, .checkAuthentication, .getAuthentication, .cancelAuthentication, .getAuthorization,
+        .checkAuthorization, .logout, .getMetadata, .getSelectedProvider, .setSelectedProvider,
+    ]
 
     /// One request through the I/O thread; the continuation is resumed there. Cancelling the calling task
     /// ends the wait with `.cancelled`.

@@ -105,6 +105,118 @@ import Testing
         _ = (callback, preauthorizeWithCallback, preauthorizeAsync)
     }
 
+    /// The AccessEnabler's entitlement calls of the guide's "Porting from the AccessEnabler" table, each with its
+    /// full type: the async forms and the callback forms.
+    @Test func everyEntitlementNameHasTheSignatureTheGuideShows() throws {
+        let client = try PreflightClient(endpoint: "ipc:///tmp/pf-guide-nowhere/app.sock", requestor: "acme-requestor")
+
+        let checkAuthentication: (String?, Bool) async -> AuthenticationStatus = client.checkAuthentication(mvpd:fresh:)
+        let getAuthentication: (String?, String?, String?) async -> AuthenticationResult =
+            client.getAuthentication(mvpd:redirectUrl:domainName:)
+        let authenticationEvents: (String) throws -> AsyncStream<AuthenticationEvent> =
+            client.authenticationEvents(endpoint:)
+        let cancelAuthentication: () async throws -> Bool = client.cancelAuthentication
+        let getAuthorization: (String) async -> AuthorizationResponse = client.getAuthorization(resource:)
+        let checkAuthorization: (String) async -> AuthorizationResponse = client.checkAuthorization(resource:)
+        let logout: (String?) async -> LogoutResult = client.logout(mvpd:)
+        let getMetadata: (String?) async -> MetadataResponse = client.getMetadata(key:)
+        let getSelectedProvider: () async -> ProviderSelection = client.getSelectedProvider
+        let setSelectedProvider: (String?) async throws -> ProviderSelection = client.setSelectedProvider(_:)
+        _ = (checkAuthentication, getAuthentication, authenticationEvents, cancelAuthentication, getAuthorization)
+        _ = (checkAuthorization, logout, getMetadata, getSelectedProvider, setSelectedProvider)
+
+        // The same calls with the AccessEnabler's two callbacks (didCompleteWith:).
+        let checkWithCallback: (String?, Bool, AccessEnablerCallback<AuthenticationStatus>) -> Void =
+            client.checkAuthentication(mvpd:fresh:didCompleteWith:)
+        let getWithCallback: (String?, String?, String?, AccessEnablerCallback<AuthenticationResult>) -> Void =
+            client.getAuthentication(mvpd:redirectUrl:domainName:didCompleteWith:)
+        let cancelWithCallback: (AccessEnablerCallback<Bool>) -> Void = client.cancelAuthentication(didCompleteWith:)
+        let authorizeWithCallback: (String, AccessEnablerCallback<AuthorizationResponse>) -> Void =
+            client.getAuthorization(resource:didCompleteWith:)
+        let checkAuthorizationWithCallback: (String, AccessEnablerCallback<AuthorizationResponse>) -> Void =
+            client.checkAuthorization(resource:didCompleteWith:)
+        let logoutWithCallback: (String?, AccessEnablerCallback<LogoutResult>) -> Void =
+            client.logout(mvpd:didCompleteWith:)
+        let metadataWithCallback: (String?, AccessEnablerCallback<MetadataResponse>) -> Void =
+            client.getMetadata(key:didCompleteWith:)
+        let providersWithCallback: (AccessEnablerCallback<ProviderSelection>) -> Void =
+            client.getSelectedProvider(didCompleteWith:)
+        let selectWithCallback: (String?, AccessEnablerCallback<ProviderSelection>) -> Void =
+            client.setSelectedProvider(_:didCompleteWith:)
+        _ = (checkWithCallback, getWithCallback, cancelWithCallback, authorizeWithCallback)
+        _ = (checkAuthorizationWithCallback, logoutWithCallback, metadataWithCallback, providersWithCallback)
+        _ = selectWithCallback
+
+        // The fields the table names, with their types.
+        let code = SignInCode(code: "UXD6NWP", url: "https://u", notBefore: 1, notAfter: 2, mvpd: "Cablevision")
+        let codeFields: (String, String, Int64?, Int64, String?) = (
+            code.code, code.url, code.notBefore, code.notAfter, code.mvpd
+        )
+        #expect(codeFields.0 == "UXD6NWP")
+        let status = AuthenticationStatus(authenticated: false, status: nil, pending: code)
+        let statusFields: (Bool, String?, Int64?, Int64?, String?, Status?, SignInCode?) = (
+            status.authenticated, status.mvpd, status.notBefore, status.notAfter, status.type, status.status,
+            status.pending
+        )
+        #expect(statusFields.6 == code)
+        for result in [AuthenticationResult.code(code), .authenticated(mvpd: "Cablevision", notAfter: 2)] {
+            switch result {
+            case .authenticated(let mvpd, let notAfter): #expect(mvpd == "Cablevision" && notAfter == 2)
+            case .code(let signIn): #expect(signIn == code)
+            case .failure(let status): Issue.record("\(status)")
+            }
+        }
+        let token = MediaToken(serializedToken: "a-serialized-token-of-some-length", notBefore: 1, notAfter: 2)
+        let authorization = AuthorizationResponse(resource: "movie-1", authorized: true, mediaToken: token)
+        let authorizationFields: (String, Bool, String?, String?, Int64?, MediaToken?, Status?, Status?, Bool) = (
+            authorization.resource, authorization.authorized, authorization.source, authorization.mvpd,
+            authorization.notAfter, authorization.mediaToken, authorization.error, authorization.status,
+            authorization.fromCache
+        )
+        let tokenFields: (String, Int64?, Int64?) = (token.serializedToken, token.notBefore, token.notAfter)
+        #expect(authorizationFields.5?.serializedToken == tokenFields.0)
+        let logoutResult = LogoutResult(loggedOut: true, url: "https://u")
+        let logoutFields: (Bool, String?, String?, String?, String?, Status?) = (
+            logoutResult.loggedOut, logoutResult.mvpd, logoutResult.actionName, logoutResult.actionType,
+            logoutResult.url, logoutResult.status
+        )
+        #expect(logoutFields.4 == "https://u")
+        let metadata = MetadataResponse(key: "zip", value: .string("10001"))
+        let metadataFields: ([String: MetadataValue]?, String?, MetadataValue?, Status?) = (
+            metadata.attributes, metadata.key, metadata.value, metadata.status
+        )
+        #expect(metadataFields.2?.stringValue == "10001")
+        let selection = ProviderSelection(selected: "Cablevision", mvpds: [MVPD(id: "Cablevision")])
+        let selectionFields: (String?, [MVPD], Status?) = (selection.selected, selection.mvpds, selection.status)
+        let mvpdFields: (String, String?, String?) = (
+            selection.mvpds[0].id, selection.mvpds[0].displayName, selection.mvpds[0].logoUrl
+        )
+        #expect(selectionFields.0 == mvpdFields.0)
+        let events: [AuthenticationEvent] = [
+            .authenticated(mvpd: "Cablevision", notAfter: 2), .failed(reason: .expired, code: nil, message: nil),
+            .code(code), .logout(mvpd: nil), .session(state: .missing, mvpd: nil, notAfter: nil),
+        ]
+        #expect(Set(events).count == 5)
+    }
+
+    /// With no agent, the entitlement calls answer network_error as the guide's "When the agent is not there"
+    /// table says; the events subscription throws.
+    @Test func theEntitlementCallsAnswerNetworkErrorOffline() async throws {
+        let folder = try TestFolder()
+        let client = try PreflightClient(endpoint: "ipc://\(folder.path("app.sock"))", requestor: "acme-requestor")
+        #expect(await client.checkAuthentication().status?.getCode() == "network_error")
+        guard case .failure(let status) = await client.getAuthentication() else {
+            Issue.record("getAuthentication did not fail")
+            return
+        }
+        #expect(status.getCode() == "network_error")
+        #expect(await client.getAuthorization(resource: "movie-1").status?.getCode() == "network_error")
+        await #expect(throws: PreflightError.self) { try await client.cancelAuthentication() }
+        #expect(throws: AgentConnectionError.self) {
+            _ = try client.authenticationEvents(endpoint: "ipc://\(folder.path("events.sock"))")
+        }
+    }
+
     /// The callback forms, as an app's synchronous code calls them, with no agent there: every callback still
     /// comes, with what the SDKs give when Adobe cannot be reached.
     @Test func theCallbackFormsAnswerAsTheSDKsDoOffline() async throws {

@@ -17,19 +17,27 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
-from agent_harness import REPO, bin_dir, wait_until
+from agent_harness import REPO, bin_dir, read_log, wait_until
 from test_examples import ExamplesSetup, RecordingProxy, env  # noqa: F401  (env: the fixture, re-used)
 
 GUIDE = os.path.join(REPO, "docs", "APPS.md")
 PYTHON_CLIENT = os.path.join(REPO, "tools", "examples", "python", "preflight_client.py")
+PYTHON_SIGN_IN = os.path.join(REPO, "tools", "examples", "python", "sign_in.py")
 SWIFT_EXAMPLES = {
     "prefetch-and-load": "example-prefetch-and-load",
     "preauthorize": "example-preauthorize",
+    "sign-in": "example-sign-in",
     "watch-events": "example-watch-events",
 }
+# The sample values of the guide's sign-in output, where a run prints its own.
+GUIDE_CODE = "UXD6NWP"
+GUIDE_SIGN_IN_PAGE = "https://sp.auth.adobe.com/api/v2/authenticate/"
+GUIDE_TOKEN_END = "\u2026Pg=="
+
 LANGUAGES = ["swift", "python"]
 
 
@@ -139,6 +147,11 @@ def test_the_swift_programs_in_the_guide_are_the_files_the_build_compiles():
         target = re.search(rf'name: "([^"]+)",\s*dependencies: \["PreflightClient"\],\s*path: "{folder}"', package)
         assert target and target.group(1) in SWIFT_EXAMPLES.values(), f"no executable target builds {path}"
         assert os.access(os.path.join(bin_dir(), target.group(1)), os.X_OK)
+
+
+def test_the_python_sign_in_program_is_the_one_in_tools_examples():
+    with open(PYTHON_SIGN_IN, encoding="utf-8") as handle:
+        assert block("example: python sign-in") == handle.read()
 
 
 def test_the_guides_package_manifest_names_the_library_product_and_a_tools_version_it_builds_with():
@@ -261,3 +274,157 @@ def test_watch_events_prints_the_event_a_prefetch_causes(env, language):
     assert topic == "offers.prefetched"
     event = json.loads(body)
     assert event["topic"] == "offers.prefetched" and event["mboxes"] == ["logo"] and event["cached"] == ["logo"]
+
+
+# --- The sign-in program, with a person on a second screen --------------------------------------------------
+
+
+class Program:
+    """A guide program running with its stdout on a terminal, as a person runs it (lines come as they are
+    printed), read while it runs. stderr goes to a file, so that nothing the program writes can block it."""
+
+    def __init__(self, command, folder):
+        self.controller, terminal = pty.openpty()
+        self.errors = open(os.path.join(folder, "program.stderr"), "w+")
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=terminal, stderr=self.errors,
+                                        env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+        os.close(terminal)
+        self.output = b""
+        self.ended = False
+
+    def _read(self, timeout):
+        """Reads what is there within `timeout` seconds; marks the end of the output (EIO once the program and
+        every child closed the terminal)."""
+        if self.ended or not select.select([self.controller], [], [], timeout)[0]:
+            return
+        try:
+            chunk = os.read(self.controller, 4096)
+        except OSError:
+            chunk = b""
+        if chunk:
+            self.output += chunk
+        else:
+            self.ended = True
+
+    @property
+    def lines(self):
+        return self.output.decode("utf-8", errors="replace").splitlines()
+
+    def wait_for_line(self, pattern, timeout=90):
+        """The first match of `pattern` on a whole line, once the program has printed it."""
+        found = []
+
+        def printed():
+            self._read(0.05)
+            found[:] = [match for match in map(re.compile(pattern).fullmatch, self.lines) if match]
+            assert found or not self.ended, f"ended without {pattern!r}: {self.lines} {self.stderr()}"
+            return bool(found)
+
+        wait_until(f"the program to print {pattern!r}", printed, timeout=timeout)
+        return found[0]
+
+    def finish(self, timeout=90):
+        """Everything it printed, once it has exited (it is killed past `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while not self.ended and time.monotonic() < deadline:
+            self._read(0.1)
+        try:
+            self.process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        return self.lines
+
+    def stderr(self):
+        self.errors.seek(0)
+        return self.errors.read()
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        os.close(self.controller)
+        self.errors.close()
+
+
+def sign_in_expected(code, sim_url, token):
+    """The guide's sign-in output with this run's code, sign-in page (the simulator's) and token."""
+    return [line.replace(GUIDE_SIGN_IN_PAGE, f"{sim_url}/api/v2/authenticate/").replace(GUIDE_CODE, code)
+            .replace(GUIDE_TOKEN_END, "\u2026" + token[-4:]) for line in printed("sign-in")]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sign_in_shows_the_code_then_plays_and_logs_out_once_the_user_signed_in(env, language):
+    env.wait_configured()
+    proxy = RecordingProxy(env.folder, env.agent.app)
+    program = Program(example_command(language, "sign-in", env.folder)
+                      + [write_config(env.folder, proxy.endpoint, env.agent.events)], env.folder)
+    try:
+        shown = program.wait_for_line(r"Sign in at (\S+) with code (\S+)")
+        code = shown.group(2)
+        assert shown.group(1) == f"{env.sim.url}/api/v2/authenticate/acme-requestor/{code}"
+        # The person on the second screen: opens the page and signs in with their TV provider.
+        env.sim.call("POST", f"/_sim/pass/sessions/{code}/signin", {"mvpd": "Cablevision"})
+        lines = program.finish()
+        assert program.process.returncode == 0, (lines, program.stderr())
+    finally:
+        program.close()
+        proxy.close()
+
+    tokens = [reply["result"]["mediaToken"]["serializedToken"] for reply in proxy.replies
+              if "mediaToken" in reply.get("result", {})]
+    assert len(tokens) == 1
+    assert lines == sign_in_expected(code, env.sim.url, tokens[0])
+    # What the guide says the agent receives, in order.
+    wire = [json.loads(line) for line in block("wire: sign-in").splitlines()]
+    assert [without_id(body) for body in proxy.bodies] == [without_id(body) for body in wire]
+    assert all(reply["ok"] for reply in proxy.replies), proxy.replies
+    # The code and the token went to the app only.
+    log = read_log(env.folder)
+    assert code not in log and tokens[0] not in log
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sign_in_ends_with_status_1_when_the_sign_in_is_given_up(env, language):
+    env.wait_configured()
+    program = Program(example_command(language, "sign-in", env.folder) + [env.agent.config_path], env.folder)
+    try:
+        code = program.wait_for_line(r"Sign in at \S+ with code (\S+)").group(1)
+        # Another app gives the sign-in up: auth.failed, reason cancelled.
+        with env.client() as client:
+            assert client.cancel_authentication() is True
+        lines = program.finish()
+        assert program.process.returncode == 1, (lines, program.stderr())
+    finally:
+        program.close()
+    assert lines == [f"Sign in at {env.sim.url}/api/v2/authenticate/acme-requestor/{code} with code {code}",
+                     "Sign-in failed: cancelled"]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_sign_in_when_signed_in_already_plays_at_once(env, language):
+    env.login_and_wait_configured()
+    env.sim.call("PUT", "/_sim/pass/logoutFlow", {"mvpd": "Cablevision", "browserStep": False})
+    program = Program(example_command(language, "sign-in", env.folder) + [env.agent.config_path], env.folder)
+    try:
+        lines = program.finish()
+        assert program.process.returncode == 0, (lines, program.stderr())
+    finally:
+        program.close()
+    assert len(lines) == 3, lines
+    assert lines[0] == "Signed in with Cablevision"
+    assert re.fullmatch(r"Playing movie-1 \(token \u2026\S{4}\)", lines[1]), lines
+    assert lines[2] == "Signed out"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_without_an_agent_sign_in_prints_network_error_and_ends_with_status_1(language):
+    folder = tempfile.mkdtemp(prefix="pf-guide-", dir="/tmp")
+    try:
+        config = write_config(folder, f"ipc://{folder}/run/app.sock", f"ipc://{folder}/run/events.sock")
+        done = subprocess.run(example_command(language, "sign-in", folder) + [config], capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("failure: network_error (none): "), lines
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

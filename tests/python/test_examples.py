@@ -30,11 +30,23 @@ sys.path.insert(0, EXAMPLES)
 from preflight_client import (  # noqa: E402  (the examples folder is not a package)
     AgentError,
     AgentUnavailable,
+    AuthenticationEvent,
+    AuthenticationResult,
+    AuthenticationStatus,
+    AuthorizationResponse,
+    Event,
     Feature,
+    LogoutResult,
+    MediaToken,
+    Metadata,
     PreflightClient,
+    ProviderSelection,
+    SignInCode,
+    Status,
     TargetPrefetch,
     TargetRequest,
 )
+from preflight_client import MVPD as Provider  # noqa: E402  (MVPD here is the provider the tests sign in with)
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
@@ -97,6 +109,8 @@ class ExamplesSetup:
                 "softwareStatement": TEST_SOFTWARE_STATEMENT,
                 "requestors": [REQUESTOR],
                 "deviceIdentifier": "test-box-examples",
+                # A sign-in on the second screen is noticed within a second.
+                "signInPollInterval": 1,
             },
         )
         return self.agent
@@ -113,6 +127,17 @@ class ExamplesSetup:
             def configured():
                 response = client.preauthorize(["probe"], disable_features=[Feature.LOCAL_CACHE])
                 return not (response.failed and response.status.code == "requestor_not_configured")
+
+            wait_until("the requestor configuration", configured)
+
+    def wait_configured(self):
+        """Waits until the agent has the requestor's configuration, without signing the box in: then
+        checkAuthentication answers `authentication_session_missing` rather than `requestor_not_configured`."""
+        with self.client() as client:
+
+            def configured():
+                status = client.check_authentication().status
+                return status is None or status.code != "requestor_not_configured"
 
             wait_until("the requestor configuration", configured)
 
@@ -314,6 +339,199 @@ def test_client_preauthorize_gives_decisions_with_adobes_error_and_failures_with
         assert (rejected.status.status, rejected.status.code, rejected.status.action) == (400, "bad_request", "none")
 
 
+# --- Adobe Pass entitlement ---------------------------------------------------------------------------
+
+
+def test_client_signs_in_with_a_code_authorizes_and_logs_out(env):
+    env.wait_configured()
+    with env.client() as client:
+        before = client.check_authentication()
+        assert before.authenticated is False and before.mvpd is None and before.pending is None
+        assert (before.status.status, before.status.code, before.status.action) == (
+            0, "authentication_session_missing", "authentication")
+
+        providers = client.get_selected_provider()
+        assert providers.selected is None and providers.status is None
+        assert [m.id for m in providers.mvpds] == ["Cablevision", "Comcast_SSO"]
+        assert providers.mvpds[0].display_name == "Optimum" and providers.mvpds[0].logo_url.startswith("https://")
+        with pytest.raises(AgentError) as refused:
+            client.set_selected_provider("NoSuchTV")
+        assert (refused.value.code, refused.value.field) == ("invalid_argument", "mvpd")
+        assert client.set_selected_provider(MVPD).selected == MVPD
+
+        # One subscription for the whole flow: a SUB sees only what is published after it joined, and the
+        # logout's event follows its reply at once (auth.authenticated comes after a poll, long after the join).
+        with client.authentication_events(timeout=30) as events:
+            result = client.get_authentication()
+            assert not result.failed and result.authenticated is False and result.mvpd == MVPD
+            code = result.pending
+            assert code.url == f"{env.sim.url}/api/v2/authenticate/{REQUESTOR}/{code.code}"
+            assert code.mvpd == MVPD and code.not_after > code.not_before > 0
+            # Every app asking while it lives gets the same code, and sees it pending.
+            assert client.get_authentication().pending.code == code.code
+            assert client.check_authentication().pending == code
+
+            env.sim.call("POST", f"/_sim/pass/sessions/{code.code}/signin", {"attributes": {"zip": "10001"}})
+            seen = []
+            for event in events:
+                seen.append(event)
+                if event.kind == "authenticated":
+                    break
+            assert seen[-1].kind == "authenticated" and seen[-1].mvpd == MVPD and seen[-1].requestor == REQUESTOR
+            assert all(event.kind in ("code", "session", "authenticated") for event in seen), seen
+
+            status = client.check_authentication()
+            assert status.authenticated is True and status.mvpd == MVPD and status.type == "regular"
+            assert status.not_after == seen[-1].not_after and status.status is None and status.pending is None
+            signed_in = client.get_authentication()
+            assert (signed_in.authenticated, signed_in.mvpd, signed_in.not_after, signed_in.pending) == (
+                True, MVPD, status.not_after, None)
+            assert client.cancel_authentication() is False
+
+            metadata = client.get_metadata()
+            assert metadata.attributes["zip"] == "10001" and metadata.attributes["userID"] and metadata.status is None
+            assert client.get_metadata("zip") == Metadata(key="zip", value="10001")
+            assert client.get_metadata("nothing") == Metadata(key="nothing", value=None)
+
+            granted = client.get_authorization("movie-1")
+            assert granted.authorized is True and granted.source == "mvpd" and granted.mvpd == MVPD
+            token = granted.media_token.serialized_token
+            assert token and granted.media_token.not_after > granted.media_token.not_before
+            # Printed, the response keeps the token to itself.
+            assert token not in repr(granted) and token not in str(granted.media_token)
+            assert granted.media_token.masked in repr(granted)
+            checked = client.check_authorization("movie-1")
+            assert checked.authorized is True and checked.from_cache is True and checked.media_token is None
+
+            logout = client.logout()
+            assert logout.logged_out is True and logout.mvpd == MVPD and logout.status is None
+            assert logout.action_type == "interactive" and logout.url.startswith("https://")
+            assert next(event for event in events if event.kind == "logout").mvpd == MVPD
+        after = client.check_authentication(fresh=True)
+        assert after.authenticated is False and after.status.code == "authentication_session_missing"
+        denied = client.get_authorization("movie-1")
+        assert denied.authorized is False and denied.media_token is None
+        assert denied.status.code == "authentication_session_missing"
+    assert token not in read_log(env.folder) and code.code not in read_log(env.folder)
+
+
+def test_the_entitlement_calls_put_the_documented_json_on_the_wire(env):
+    env.wait_configured()
+    proxy = RecordingProxy(env.folder, env.agent.app)
+    try:
+        with PreflightClient(proxy.endpoint, requestor=REQUESTOR) as client:
+            client.check_authentication()
+            client.check_authentication(mvpd=MVPD, fresh=True)
+            client.get_selected_provider()
+            client.set_selected_provider(MVPD)
+            client.set_selected_provider(None)
+            client.get_authentication(mvpd=MVPD, redirect_url="https://example.com/done", domain_name="example.com")
+            client.cancel_authentication()
+            client.get_authorization("movie-1")
+            client.check_authorization("movie-1")
+            client.get_metadata()
+            client.get_metadata("zip")
+            client.logout()
+            client.logout(mvpd=MVPD)
+    finally:
+        proxy.close()
+    requestor = {"requestor": REQUESTOR}
+    assert [(body["cmd"], body["args"]) for body in proxy.bodies] == [
+        ("checkAuthentication", requestor),
+        ("checkAuthentication", {"mvpd": MVPD, "fresh": True, **requestor}),
+        ("getSelectedProvider", requestor),
+        ("setSelectedProvider", {"mvpd": MVPD, **requestor}),
+        ("setSelectedProvider", {"mvpd": None, **requestor}),
+        ("getAuthentication", {"mvpd": MVPD, "redirectUrl": "https://example.com/done", "domainName": "example.com",
+                               **requestor}),
+        ("cancelAuthentication", requestor),
+        ("getAuthorization", {"resource": "movie-1", **requestor}),
+        ("checkAuthorization", {"resource": "movie-1", **requestor}),
+        ("getMetadata", requestor),
+        ("getMetadata", {"key": "zip", **requestor}),
+        ("logout", requestor),
+        ("logout", {"mvpd": MVPD, **requestor}),
+    ]
+    assert all(reply["ok"] is True for reply in proxy.replies), proxy.replies
+
+
+def protocol_entitlement_flow():
+    """[(command, args, result)] of docs/PROTOCOL.md's entitlement flow: real replies of the agent."""
+    text = open(os.path.join(REPO, "docs", "PROTOCOL.md"), encoding="utf-8").read()
+    flow = text.split("<!-- entitlement-flow -->", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    exchanges, request = [], None
+    for line in flow.splitlines():
+        if line.startswith("→ "):
+            request = json.loads(line[2:])
+        elif line.startswith("← "):
+            exchanges.append((request["cmd"], request["args"], json.loads(line[2:])))
+    return exchanges
+
+
+def test_the_replies_of_protocol_md_read_as_the_documented_types():
+    flow = protocol_entitlement_flow()
+    assert [cmd for cmd, _, _ in flow] == [
+        "checkAuthentication", "getSelectedProvider", "setSelectedProvider", "getAuthentication",
+        "checkAuthentication", "getAuthentication", "getAuthorization", "checkAuthorization", "getMetadata",
+        "getMetadata", "logout", "cancelAuthentication"]
+    results = [result for _, _, result in flow]
+
+    missing = AuthenticationStatus.from_wire(results[0])
+    assert (missing.authenticated, missing.mvpd, missing.not_after, missing.pending) == (False, None, None, None)
+    assert (missing.status.status, missing.status.code, missing.status.action) == (
+        0, "authentication_session_missing", "authentication")
+    mvpds = [Provider("Cablevision", "Optimum", "https://example.com/mvpd/optimum.png"),
+             Provider("Comcast_SSO", "Xfinity", "https://example.com/mvpd/xfinity.png")]
+    assert ProviderSelection.from_wire(results[1]) == ProviderSelection(None, mvpds)
+    assert ProviderSelection.from_wire(results[2]) == ProviderSelection("Cablevision", mvpds)
+    code = SignInCode("UXD6NWP", "https://sp.auth.adobe.com/api/v2/authenticate/acme-requestor/UXD6NWP",
+                      not_after=1795640461768, not_before=1795638661768, mvpd="Cablevision")
+    assert AuthenticationResult.from_wire(results[3]) == AuthenticationResult(False, "Cablevision", pending=code)
+    assert AuthenticationStatus.from_wire(results[4]) == AuthenticationStatus(
+        True, "Cablevision", 1795638661774, 1795642261774, "regular")
+    assert AuthenticationResult.from_wire(results[5]) == AuthenticationResult(True, "Cablevision", 1795642261774)
+    token = results[6]["mediaToken"]["serializedToken"]
+    assert AuthorizationResponse.from_wire(results[6], "movie-1") == AuthorizationResponse(
+        "movie-1", True, "mvpd", "Cablevision", 1795639262831, MediaToken(token, 1795638662831, 1795639082831))
+    assert AuthorizationResponse.from_wire(results[7], "movie-1") == AuthorizationResponse(
+        "movie-1", True, "mvpd", "Cablevision", 1795639262831, from_cache=True)
+    assert Metadata.from_wire(results[8]) == Metadata(attributes={
+        "userID": "sim-0aedc8bad418da8b7d74", "householdID": "hh-0aedc8bad4", "zip": "10001"})
+    assert Metadata.from_wire(results[9]) == Metadata(key="zip", value="10001")
+    assert LogoutResult.from_wire(results[10]) == LogoutResult(
+        True, "Cablevision", "logout", "interactive",
+        "https://sp.auth.adobe.com/adobe-services/logout?noflash=true&mso_id=Cablevision&requestor_id=acme-requestor")
+    assert results[11] == {"cancelled": False}
+
+
+def test_a_media_tokens_repr_shows_only_its_last_characters():
+    secret = "PHNpZ25hdHVyZUluZm8+bW92aWUtMXxhY21lLXJlcXVlc3Rvcg=="
+    token = MediaToken(secret, 1, 2)
+    assert token.masked == "\u2026cg=="
+    for shown in (repr(token), str(token), repr(AuthorizationResponse("movie-1", True, media_token=token)),
+                  f"{token}", "%s" % (token,)):
+        assert secret not in shown and secret[:12] not in shown
+        assert token.masked in shown
+    assert MediaToken("short").masked == "\u2026"
+    # Equal tokens are still equal: masking changes only how one prints.
+    assert token == MediaToken(secret, 1, 2) and token.serialized_token == secret
+
+
+def test_auth_events_become_typed_events_of_the_requestor():
+    code = AuthenticationEvent.from_event(Event("auth.code", {
+        "topic": "auth.code", "uptimeMs": 1, "requestor": REQUESTOR, "code": "C", "url": "https://u",
+        "notAfter": 9, "mvpd": None}))
+    assert (code.kind, code.requestor, code.sign_in) == ("code", REQUESTOR, SignInCode("C", "https://u", not_after=9))
+    failed = AuthenticationEvent.from_event(Event("auth.failed", {
+        "requestor": REQUESTOR, "reason": "error", "code": "invalid_code", "message": "m", "mvpd": None}))
+    assert (failed.kind, failed.reason, failed.code, failed.message) == ("failed", "error", "invalid_code", "m")
+    session = AuthenticationEvent.from_event(Event("auth.session", {"requestor": REQUESTOR, "state": "expired",
+                                                                    "mvpd": MVPD}))
+    assert (session.kind, session.state, session.mvpd, session.code) == ("session", "expired", MVPD, None)
+    assert AuthenticationEvent.from_event(Event("auth.decisions", {"requestor": REQUESTOR})) is None
+    assert AuthenticationEvent.from_event(Event("auth.logout", {"mvpd": MVPD})) is None
+
+
 # --- No agent -----------------------------------------------------------------------------------------
 
 
@@ -353,6 +571,45 @@ def test_a_socket_file_nobody_serves_gives_defaults_and_network_error():
             assert client.clear_prefetch_cache() is None
             with pytest.raises(AgentUnavailable):
                 client.ping()
+            assert_every_entitlement_call_answers_network_error(client)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def assert_every_entitlement_call_answers_network_error(client):
+    statuses = [
+        client.check_authentication().status,
+        client.get_authentication().status,
+        client.get_authorization("movie-1").status,
+        client.check_authorization("movie-1").status,
+        client.logout().status,
+        client.get_metadata().status,
+        client.get_metadata("zip").status,
+        client.get_selected_provider().status,
+        client.set_selected_provider(MVPD).status,
+    ]
+    assert [(status.status, status.code, status.action) for status in statuses] == [(0, "network_error", "none")] * 9
+    assert client.get_authentication().failed and client.check_authentication().authenticated is False
+    assert client.get_authorization("movie-1").authorized is False and client.logout().logged_out is False
+    assert client.cancel_authentication() is None
+
+
+def test_without_an_agent_the_entitlement_calls_answer_network_error_and_sign_in_exits_1():
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    try:
+        with PreflightClient(f"ipc://{folder}/app.sock", events_endpoint=f"ipc://{folder}/events.sock",
+                             requestor=REQUESTOR) as client:
+            assert_every_entitlement_call_answers_network_error(client)
+            # The events stream waits silently for an agent that is not there.
+            with client.authentication_events(timeout=0.1) as events:
+                assert list(events) == []
+        config = os.path.join(folder, "config.json")
+        with open(config, "w") as handle:
+            json.dump({"agent": {"appEndpoint": f"ipc://{folder}/app.sock",
+                                 "eventsEndpoint": f"ipc://{folder}/events.sock"}}, handle)
+        done = run_example("sign_in.py", config)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert done.stdout.startswith("failure: network_error (none): ") and len(done.stdout.splitlines()) == 1
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -11,15 +11,33 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     targetPrefetchClearCache                         client.clear_prefetch_cache()
 
     AccessEnabler                                    this module
+    setRequestor(requestor)                          PreflightClient(requestor=...) / client.set_requestor(...)
     preauthorize(PreauthorizeRequest, callback)      client.preauthorize(resources, disable_features=...)
     PreauthorizeResponse.getStatus/getDecisions      response.status / response.decisions
     Decision.getId/isAuthorized/getError             decision.id / .authorized / .error
+    checkAuthentication()                            client.check_authentication(mvpd=None, fresh=False)
+    getAuthentication()                              client.get_authentication(mvpd=None, redirect_url=None,
+                                                                               domain_name=None)
+    (setAuthenticationStatus, sign-in callbacks)     client.authentication_events(): AuthenticationEvents
+    setSelectedProvider(None) (cancels the flow)     client.cancel_authentication()
+    getAuthorization(resource)                       client.get_authorization(resource)
+    checkAuthorization(resource)                     client.check_authorization(resource)
+    setToken(token, resource)                        response.media_token.serialized_token
+    tokenRequestFailed(resource, code, description)  response.error / response.status
+    logout()                                         client.logout(mvpd=None)
+    navigateToUrl(url) (logout's browser step)       result.url
+    getMetadata(key)                                 client.get_metadata(key=None)
+    getSelectedProvider()                            client.get_selected_provider()
+    setSelectedProvider(mvpd)                        client.set_selected_provider(mvpd)
+    MVPD.ID/displayName/logoURL                      mvpd.id / .display_name / .logo_url
 
 Like the SDKs, it keeps the app working when the agent cannot be reached: `load_requests` answers each
-request's default content, `prefetch` answers False and `preauthorize` answers a failure with status
-code `network_error`. Every command it sends is safe to repeat, so a request that gets no reply in time
-is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a bounded number of
-times. A client may be shared by threads: each request borrows a socket of its own.
+request's default content, `prefetch` answers False, `preauthorize` answers a failure with status
+code `network_error`, and so does every entitlement call in its result's `status`
+(`cancel_authentication`, whose result is a bool, answers None). A MediaToken prints only its last 4
+characters: the token is the app's secret. Every command it sends is safe to repeat, so a request that
+gets no reply in time is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a
+bounded number of times. A client may be shared by threads: each request borrows a socket of its own.
 """
 
 from __future__ import annotations
@@ -37,12 +55,24 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import zmq
 
 __all__ = [
+    "AUTH_TOPICS",
     "DEFAULT_CONFIG",
+    "AuthenticationEvent",
+    "AuthenticationEvents",
+    "AuthenticationResult",
+    "AuthenticationStatus",
+    "AuthorizationResponse",
     "Decision",
     "Event",
     "EventStream",
     "Feature",
+    "LogoutResult",
+    "MVPD",
+    "MediaToken",
+    "Metadata",
     "PreauthorizeResponse",
+    "ProviderSelection",
+    "SignInCode",
     "PreflightClient",
     "PreflightError",
     "AgentError",
@@ -60,7 +90,11 @@ DEFAULT_EVENTS_ENDPOINT = "ipc:///run/preflight/events.sock"
 # Seconds each attempt may take. The agent bounds its own answers: Target calls by
 # `target.timeout` (5 s by default), Adobe Pass by `pass.answerDeadline` (15 s); a little is added for
 # scheduling, so a slow but working agent is not asked twice.
-COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0}
+# The entitlement commands are bound by `pass.answerDeadline` too.
+COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0,
+                    **{cmd: 17.0 for cmd in ("checkAuthentication", "getAuthentication", "cancelAuthentication",
+                                             "getAuthorization", "checkAuthorization", "logout", "getMetadata",
+                                             "getSelectedProvider", "setSelectedProvider")}}
 QUICK_TIMEOUT = 2.0
 # How long a socket may take to be connected before the client probes whether anything listens
 # (a ZMTP handshake over a local socket takes well under a millisecond on an idle box).
@@ -242,6 +276,218 @@ class PreauthorizeResponse:
                    status=Status.from_wire(result.get("status")))
 
 
+def _network_error(error: Exception) -> Status:
+    """The status an AccessEnabler call answers when the agent cannot be reached."""
+    return Status(status=0, code="network_error", message=str(error), action="none")
+
+
+def _millis(value: Any) -> Optional[int]:
+    """An epoch-milliseconds field; None when absent, null or not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+# Entitlement: sign-in, authorization, logout (docs/PROTOCOL.md, "Entitlement"). Times are milliseconds since
+# the Unix epoch, as on the wire.
+
+
+@dataclass(frozen=True)
+class SignInCode:
+    """A registration code for the second-screen sign-in: show `url` and `code` to the user.
+
+    `not_before` is None in an `auth.code` event (it does not say); `mvpd` is None when the user picks the
+    provider on the second screen."""
+
+    code: str
+    url: str
+    not_after: Optional[int] = None
+    not_before: Optional[int] = None
+    mvpd: Optional[str] = None
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> Optional["SignInCode"]:
+        if not isinstance(wire, dict) or not isinstance(wire.get("code"), str) or not isinstance(wire.get("url"), str):
+            return None
+        return cls(code=wire["code"], url=wire["url"], not_after=_millis(wire.get("notAfter")),
+                   not_before=_millis(wire.get("notBefore")), mvpd=wire.get("mvpd"))
+
+
+@dataclass(frozen=True)
+class AuthenticationStatus:
+    """What `check_authentication` answers. Not signed in: `authenticated` False and a `status` whose action
+    is `authentication` (`authentication_session_missing`, `_expired`); any other status means the agent
+    could not tell (`network_error`, `requestor_not_configured`, ...). `pending` is a sign-in under way."""
+
+    authenticated: bool
+    mvpd: Optional[str] = None
+    not_before: Optional[int] = None
+    not_after: Optional[int] = None
+    type: Optional[str] = None
+    status: Optional[Status] = None
+    pending: Optional[SignInCode] = None
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "AuthenticationStatus":
+        return cls(authenticated=result.get("authenticated") is True, mvpd=result.get("mvpd"),
+                   not_before=_millis(result.get("notBefore")), not_after=_millis(result.get("notAfter")),
+                   type=result.get("type"), status=Status.from_wire(result.get("status")),
+                   pending=SignInCode.from_wire(result.get("pending")))
+
+
+@dataclass(frozen=True)
+class AuthenticationResult:
+    """What `get_authentication` answers: signed in already (`authenticated`, `mvpd`, `not_after`), a sign-in
+    under way (`pending`: the code to show), or neither (`failed`: `status` says why)."""
+
+    authenticated: bool
+    mvpd: Optional[str] = None
+    not_after: Optional[int] = None
+    pending: Optional[SignInCode] = None
+    status: Optional[Status] = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status is not None
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "AuthenticationResult":
+        status = Status.from_wire(result.get("status"))
+        if status is not None:
+            return cls(authenticated=False, status=status)
+        if result.get("authenticated") is True:
+            return cls(authenticated=True, mvpd=result.get("mvpd"), not_after=_millis(result.get("notAfter")))
+        pending = SignInCode.from_wire(result)
+        if pending is None:
+            return cls(authenticated=False, status=_unreadable("getAuthentication"))
+        return cls(authenticated=False, mvpd=pending.mvpd, pending=pending)
+
+
+@dataclass(frozen=True, repr=False)
+class MediaToken:
+    """The token for the player (the AccessEnabler's setToken): a secret of the app, for the player only.
+    Its repr (and str) shows only the last 4 characters of `serialized_token`."""
+
+    serialized_token: str
+    not_before: Optional[int] = None
+    not_after: Optional[int] = None
+
+    @property
+    def masked(self) -> str:
+        """An ellipsis and the token's last 4 characters (the ellipsis alone under 16 characters)."""
+        return "\u2026" if len(self.serialized_token) < 16 else "\u2026" + self.serialized_token[-4:]
+
+    def __repr__(self) -> str:
+        return (f"MediaToken(serialized_token={self.masked!r} ({len(self.serialized_token)} characters), "
+                f"not_before={self.not_before!r}, not_after={self.not_after!r})")
+
+
+@dataclass(frozen=True)
+class AuthorizationResponse:
+    """A playback decision (`get_authorization`, `check_authorization`).
+
+    A permit has `authorized` True and, from `get_authorization`, the `media_token`; a denial has Adobe's
+    `error`; `status` says why there is no decision (not signed in: action `authentication`; `network_error`
+    when the agent cannot be reached). `from_cache`: `check_authorization` answered from a held permit."""
+
+    resource: str
+    authorized: bool
+    source: Optional[str] = None
+    mvpd: Optional[str] = None
+    not_after: Optional[int] = None
+    media_token: Optional[MediaToken] = None
+    error: Optional[Status] = None
+    status: Optional[Status] = None
+    from_cache: bool = False
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any], resource: str) -> "AuthorizationResponse":
+        if not isinstance(result.get("authorized"), bool):
+            return cls(resource=resource, authorized=False, status=_unreadable("authorization"))
+        token = result.get("mediaToken")
+        media_token = None
+        if isinstance(token, dict) and isinstance(token.get("serializedToken"), str):
+            media_token = MediaToken(token["serializedToken"], _millis(token.get("notBefore")),
+                                     _millis(token.get("notAfter")))
+        return cls(resource=result.get("resource", resource), authorized=result["authorized"],
+                   source=result.get("source"), mvpd=result.get("mvpd"), not_after=_millis(result.get("notAfter")),
+                   media_token=media_token, error=Status.from_wire(result.get("error")),
+                   status=Status.from_wire(result.get("status")), from_cache=result.get("fromCache") is True)
+
+
+@dataclass(frozen=True)
+class LogoutResult:
+    """What `logout` answers. A `url` is a browser step Adobe asks for (the AccessEnabler's navigateToUrl);
+    `status` says Adobe could not be told (the box is signed out all the same) or the agent was unreachable."""
+
+    logged_out: bool
+    mvpd: Optional[str] = None
+    action_name: Optional[str] = None
+    action_type: Optional[str] = None
+    url: Optional[str] = None
+    status: Optional[Status] = None
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "LogoutResult":
+        if not isinstance(result.get("loggedOut"), bool):
+            return cls(logged_out=False, status=_unreadable("logout"))
+        return cls(logged_out=result["loggedOut"], mvpd=result.get("mvpd"), action_name=result.get("actionName"),
+                   action_type=result.get("actionType"), url=result.get("url"),
+                   status=Status.from_wire(result.get("status")))
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What `get_metadata` answers: every attribute (`attributes`, name to Adobe's value: mostly strings), or
+    for a `key`, its `value` (None when the profile lacks it). `status` says why there are none."""
+
+    key: Optional[str] = None
+    attributes: Optional[Dict[str, Any]] = None
+    value: Any = None
+    status: Optional[Status] = None
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "Metadata":
+        status = Status.from_wire(result.get("status"))
+        if isinstance(result.get("key"), str):
+            return cls(key=result["key"], value=result.get("value"), status=status)
+        if isinstance(result.get("attributes"), dict):
+            return cls(attributes=dict(result["attributes"]), status=status)
+        return cls(status=status or _unreadable("getMetadata"))
+
+
+@dataclass(frozen=True)
+class MVPD:
+    """A TV provider of the requestor, for a picker (the AccessEnabler's MVPD)."""
+
+    id: str
+    display_name: Optional[str] = None
+    logo_url: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ProviderSelection:
+    """The requestor's providers and the one chosen for the next sign-in; `status` says why `mvpds` is empty."""
+
+    selected: Optional[str] = None
+    mvpds: List[MVPD] = field(default_factory=list)
+    status: Optional[Status] = None
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "ProviderSelection":
+        status = Status.from_wire(result.get("status"))
+        if not isinstance(result.get("mvpds"), list):
+            return cls(status=status or _unreadable("provider"))
+        mvpds = [MVPD(item["id"], item.get("displayName"), item.get("logoUrl"))
+                 for item in result["mvpds"] if isinstance(item, dict) and isinstance(item.get("id"), str)]
+        return cls(selected=result.get("selected"), mvpds=mvpds, status=status)
+
+
+def _unreadable(what: str) -> Status:
+    return Status(status=0, code="server_response_format_unknown",
+                  message=f"preflightd sent a {what} result in an unknown format.", action="none")
+
+
 # --- Events --------------------------------------------------------------------------------------------
 
 
@@ -251,6 +497,45 @@ class Event:
 
     topic: str
     body: Dict[str, Any]
+
+
+# The sign-in topics (`auth.decisions`, preauthorize's, is not one of them).
+AUTH_TOPICS = ("auth.code", "auth.authenticated", "auth.failed", "auth.logout", "auth.session")
+
+
+@dataclass(frozen=True)
+class AuthenticationEvent:
+    """A sign-in event of the agent, typed: `kind` is the topic without `auth.`:
+
+    - `code`: a code was issued (or resumed after a restart): `sign_in` (a SignInCode) to show;
+    - `authenticated`: the user signed in on the second screen: `mvpd`, `not_after`;
+    - `failed`: the sign-in under way ended: `reason` (`expired`, `cancelled`, `error`), and for `error`
+      Adobe's `code` and `message`;
+    - `logout`: the user was signed out: `mvpd`;
+    - `session`: the sign-in state changed: `state` (`authenticated`, `missing`, `expired`), `mvpd`,
+      `not_after`."""
+
+    kind: str
+    requestor: str
+    mvpd: Optional[str] = None
+    not_after: Optional[int] = None
+    sign_in: Optional[SignInCode] = None
+    reason: Optional[str] = None
+    code: Optional[str] = None
+    message: Optional[str] = None
+    state: Optional[str] = None
+
+    @classmethod
+    def from_event(cls, event: Event) -> Optional["AuthenticationEvent"]:
+        """The typed event of an `auth.*` Event; None for any other topic or a body without a requestor."""
+        if event.topic not in AUTH_TOPICS or not isinstance(event.body.get("requestor"), str):
+            return None
+        body = event.body
+        return cls(kind=event.topic[len("auth."):], requestor=body["requestor"], mvpd=body.get("mvpd"),
+                   not_after=_millis(body.get("notAfter")),
+                   sign_in=SignInCode.from_wire(body) if event.topic == "auth.code" else None,
+                   reason=body.get("reason"), code=body.get("code") if event.topic == "auth.failed" else None,
+                   message=body.get("message"), state=body.get("state"))
 
 
 # --- The client ----------------------------------------------------------------------------------------
@@ -417,6 +702,117 @@ class PreflightClient:
                 outcome="failure",
                 status=Status(status=0, code="network_error", message=str(error), action="none"),
             )
+
+    # Adobe Pass entitlement: sign-in on a second screen, playback authorization, logout. Each answers a
+    # `status` where the AccessEnabler would report an error, `network_error` when the agent cannot be reached;
+    # an argument the agent refuses raises AgentError (code `invalid_argument`).
+
+    def check_authentication(self, mvpd: Optional[str] = None, fresh: bool = False) -> AuthenticationStatus:
+        """Whether the user is signed in with a TV provider, and until when (checkAuthentication).
+
+        `mvpd`: count only a sign-in with that provider; `fresh`: ask Adobe Pass rather than trust the
+        sign-in the agent holds."""
+        args: Dict[str, Any] = {}
+        if mvpd is not None:
+            args["mvpd"] = mvpd
+        if fresh:
+            args["fresh"] = True
+        try:
+            return AuthenticationStatus.from_wire(self._entitlement("checkAuthentication", args))
+        except AgentUnavailable as error:
+            log.warning("checkAuthentication not answered: %s", error)
+            return AuthenticationStatus(authenticated=False, status=_network_error(error))
+
+    def get_authentication(self, mvpd: Optional[str] = None, redirect_url: Optional[str] = None,
+                           domain_name: Optional[str] = None) -> AuthenticationResult:
+        """Starts the second-screen sign-in, or joins the one under way (getAuthentication).
+
+        Show `result.pending.url` and `.code` to the user; subscribe to `authentication_events()` first:
+        `authenticated` arrives when the user has signed in, `failed` when the code expired or was cancelled.
+        `mvpd`: the provider (default the selected one, else the user picks on the second screen)."""
+        args: Dict[str, Any] = {}
+        for key, value in (("mvpd", mvpd), ("redirectUrl", redirect_url), ("domainName", domain_name)):
+            if value is not None:
+                args[key] = value
+        try:
+            return AuthenticationResult.from_wire(self._entitlement("getAuthentication", args))
+        except AgentUnavailable as error:
+            log.warning("getAuthentication not answered: %s", error)
+            return AuthenticationResult(authenticated=False, status=_network_error(error))
+
+    def cancel_authentication(self) -> Optional[bool]:
+        """Gives up the sign-in under way and its code; True when one was pending, None when the agent was
+        unreachable."""
+        try:
+            return self._entitlement("cancelAuthentication", {}).get("cancelled") is True
+        except AgentUnavailable as error:
+            log.warning("cancelAuthentication not done: %s", error)
+            return None
+
+    def get_authorization(self, resource: str) -> AuthorizationResponse:
+        """A playback decision with the media token for the player (getAuthorization)."""
+        return self._authorization("getAuthorization", resource)
+
+    def check_authorization(self, resource: str) -> AuthorizationResponse:
+        """A playback decision without a token, from a permit the agent holds when it has one
+        (checkAuthorization)."""
+        return self._authorization("checkAuthorization", resource)
+
+    def logout(self, mvpd: Optional[str] = None) -> LogoutResult:
+        """Signs the user out of the TV provider for every app of the requestor (logout); a `url` in the
+        result is a browser step Adobe asks for."""
+        try:
+            return LogoutResult.from_wire(self._entitlement("logout", {} if mvpd is None else {"mvpd": mvpd}))
+        except AgentUnavailable as error:
+            log.warning("logout not done: %s", error)
+            return LogoutResult(logged_out=False, status=_network_error(error))
+
+    def get_metadata(self, key: Optional[str] = None) -> Metadata:
+        """The signed-in user's metadata: every attribute, or the one named `key` (getMetadata)."""
+        try:
+            return Metadata.from_wire(self._entitlement("getMetadata", {} if key is None else {"key": key}))
+        except AgentUnavailable as error:
+            log.warning("getMetadata not answered: %s", error)
+            return Metadata(key=key, status=_network_error(error))
+
+    def get_selected_provider(self) -> ProviderSelection:
+        """The requestor's TV providers for a picker, and the one chosen (getSelectedProvider)."""
+        try:
+            return ProviderSelection.from_wire(self._entitlement("getSelectedProvider", {}))
+        except AgentUnavailable as error:
+            log.warning("getSelectedProvider not answered: %s", error)
+            return ProviderSelection(status=_network_error(error))
+
+    def set_selected_provider(self, mvpd: Optional[str]) -> ProviderSelection:
+        """Chooses the provider the next sign-in uses (None clears the choice), kept across agent restarts
+        (setSelectedProvider). A provider the requestor does not integrate with raises AgentError
+        (`invalid_argument`, field `mvpd`) and changes nothing; an unreachable agent gives `network_error`."""
+        try:
+            return ProviderSelection.from_wire(self._entitlement("setSelectedProvider", {"mvpd": mvpd}))
+        except AgentUnavailable as error:
+            log.warning("setSelectedProvider not done: %s", error)
+            return ProviderSelection(status=_network_error(error))
+
+    def authentication_events(self, timeout: Optional[float] = None) -> "AuthenticationEvents":
+        """Subscribes to the sign-in events of this client's requestor (of every requestor when it has none):
+        iterate for AuthenticationEvents, close when done (or use a `with`).
+
+        Subscribe before `get_authentication`: the agent does not replay events. With `timeout`, iteration
+        stops when no event arrived for that many seconds."""
+        return AuthenticationEvents(self.events(AUTH_TOPICS, timeout), self.requestor)
+
+    def _entitlement(self, cmd: str, args: Dict[str, Any]) -> Dict[str, Any]:
+        if not self.requestor:
+            raise ValueError("no Adobe Pass requestor: pass requestor=..., call set_requestor(), or list exactly "
+                             "one in the configuration file's pass.requestors")
+        return self.request(cmd, {**args, "requestor": self.requestor})
+
+    def _authorization(self, cmd: str, resource: str) -> AuthorizationResponse:
+        try:
+            return AuthorizationResponse.from_wire(self._entitlement(cmd, {"resource": resource}), resource)
+        except AgentUnavailable as error:
+            log.warning("%s not answered: %s", cmd, error)
+            return AuthorizationResponse(resource=resource, authorized=False, status=_network_error(error))
 
     # Other commands.
 
@@ -634,3 +1030,45 @@ class EventStream:
 
     def close(self) -> None:
         self._socket.close(linger=0)
+
+
+class AuthenticationEvents:
+    """The sign-in events of one requestor, typed (`client.authentication_events()`): iterate for
+    AuthenticationEvents, or `receive` one at a time. Belongs to one thread, like an EventStream."""
+
+    def __init__(self, stream: EventStream, requestor: Optional[str]):
+        self.stream = stream
+        self.requestor = requestor
+
+    def __enter__(self) -> "AuthenticationEvents":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[AuthenticationEvent]:
+        for event in self.stream:
+            typed = self._typed(event)
+            if typed is not None:
+                yield typed
+
+    def receive(self, timeout: Optional[float] = None) -> Optional[AuthenticationEvent]:
+        """The next sign-in event of the requestor, or None when none arrived within `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            event = self.stream.receive(remaining)
+            if event is None:
+                return None
+            typed = self._typed(event)
+            if typed is not None:
+                return typed
+
+    def _typed(self, event: Event) -> Optional[AuthenticationEvent]:
+        typed = AuthenticationEvent.from_event(event)
+        if typed is None or (self.requestor and typed.requestor != self.requestor):
+            return None
+        return typed
+
+    def close(self) -> None:
+        self.stream.close()
