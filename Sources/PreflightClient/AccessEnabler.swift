@@ -105,12 +105,16 @@ public struct Decision: Sendable, Hashable {
     public let authorized: Bool
     /// Adobe's enhanced error for a denial (or a permit with a warning), if it sent one.
     public let error: Status?
+    /// Where Adobe's decision came from: `mvpd`, `degradation`, `temppass` or `dummy` (nil when Adobe sent
+    /// none).
+    public let source: String?
 
     /// A decision (tests and app-side fakes make them).
-    public init(id: String, authorized: Bool, error: Status? = nil) {
+    public init(id: String, authorized: Bool, error: Status? = nil, source: String? = nil) {
         self.id = id
         self.authorized = authorized
         self.error = error
+        self.source = source
     }
 
     /// The resource id (`getId()`).
@@ -275,7 +279,14 @@ enum PassWire {
             guard let id = resource["id"]?.stringValue, case .bool(let authorized)? = resource["authorized"] else {
                 throw failure(unreadable("a decision without id and authorized"))
             }
-            decisions.append(Decision(id: id, authorized: authorized, error: resource["error"].flatMap(status(from:))))
+            decisions.append(
+                Decision(
+                    id: id,
+                    authorized: authorized,
+                    error: resource["error"].flatMap(status(from:)),
+                    source: resource["source"]?.stringValue
+                )
+            )
         }
         return PreauthorizeResponse(decisions: decisions, status: status)
     }

@@ -242,11 +242,13 @@ class Status:
 
 @dataclass(frozen=True)
 class Decision:
-    """One resource's preauthorization decision; `error` (a Status) may explain a denial."""
+    """One resource's preauthorization decision; `error` (a Status) may explain a denial; `source` is where
+    Adobe's decision came from (`mvpd`, `degradation`, `temppass`, `dummy`)."""
 
     id: str
     authorized: bool
     error: Optional[Status] = None
+    source: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,8 @@ class PreauthorizeResponse:
     @classmethod
     def from_wire(cls, result: Dict[str, Any]) -> "PreauthorizeResponse":
         decisions = [
-            Decision(id=item["id"], authorized=bool(item.get("authorized")), error=Status.from_wire(item.get("error")))
+            Decision(id=item["id"], authorized=bool(item.get("authorized")), error=Status.from_wire(item.get("error")),
+                     source=item.get("source"))
             for item in result.get("resources") or []
         ]
         return cls(outcome=result.get("outcome", "response"), decisions=decisions,
