@@ -82,25 +82,20 @@ public enum EntitlementCommand: Sendable, Hashable {
 
     /// `requestor`, as `preauthorize` reads it.
     static func requestor(_ args: ArgumentReader) throws(ProtocolError) -> String {
-        let requestor = try args.requiredString("requestor")
-        guard (1...PreauthorizeCommand.requestorLength).contains(requestor.scalarCount) else {
-            throw .invalidArgument(
-                args.fieldPath("requestor"),
-                "requestor must be 1 to \(PreauthorizeCommand.requestorLength) characters"
-            )
-        }
-        return requestor
+        try required(args, "requestor", PreauthorizeCommand.requestorLength)
     }
 
     static func resource(_ args: ArgumentReader) throws(ProtocolError) -> String {
-        let resource = try args.requiredString("resource")
-        guard (1...PreauthorizeCommand.resourceLength).contains(resource.scalarCount) else {
-            throw .invalidArgument(
-                args.fieldPath("resource"),
-                "a resource id must be 1 to \(PreauthorizeCommand.resourceLength) characters"
-            )
+        try required(args, "resource", PreauthorizeCommand.resourceLength)
+    }
+
+    /// A required string of 1 to `limit` characters.
+    static func required(_ args: ArgumentReader, _ key: String, _ limit: Int) throws(ProtocolError) -> String {
+        let value = try args.requiredString(key)
+        guard (1...limit).contains(value.scalarCount) else {
+            throw .invalidArgument(args.fieldPath(key), "\(key) must be 1 to \(limit) characters")
         }
-        return resource
+        return value
     }
 
     /// An optional string of 1 to `limit` characters.

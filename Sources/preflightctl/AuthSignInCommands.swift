@@ -75,14 +75,7 @@ struct AuthLogin: AgentCommand {
     @Flag(name: .long, help: "Do not print the QR code.")
     var noQR = false
 
-    @Option(
-        name: .customLong("events-endpoint"),
-        help: ArgumentHelp(
-            "Events endpoint (overrides \(AgentEndpoint.events.path) of --config).",
-            valueName: "endpoint"
-        )
-    )
-    var eventsEndpoint: String?
+    @OptionGroup var events: EventsEndpointOptions
 
     func run() throws {
         let options = self.options
@@ -92,7 +85,7 @@ struct AuthLogin: AgentCommand {
         if noWait {
             subscriber = nil
         } else {
-            let endpoint = try options.eventsEndpoint(override: eventsEndpoint)
+            let endpoint = try options.eventsEndpoint(override: events.eventsEndpoint)
             do {
                 subscriber = try EventSubscriber(endpoint: endpoint, topicPrefixes: ["auth."])
             } catch {

@@ -124,6 +124,18 @@ struct AppEndpointOptions: ParsableArguments {
     var appEndpoint: String?
 }
 
+/// `--events-endpoint`, for the commands that listen to events (`watch`, `auth login`).
+struct EventsEndpointOptions: ParsableArguments {
+    @Option(
+        name: .customLong("events-endpoint"),
+        help: ArgumentHelp(
+            "Events endpoint (overrides \(AgentEndpoint.events.path) of --config), e.g. \(AgentEndpoint.events.defaultAddress).",
+            valueName: "endpoint"
+        )
+    )
+    var eventsEndpoint: String?
+}
+
 /// A `key=value` argument (`--param status=platinum`).
 struct KeyValue: ExpressibleByArgument {
     var key: String

@@ -26,14 +26,7 @@ struct Watch: AgentCommand {
     @Option(name: .long, help: ArgumentHelp("Stop after this many events.", valueName: "n"))
     var count: Int?
 
-    @Option(
-        name: .customLong("events-endpoint"),
-        help: ArgumentHelp(
-            "Events endpoint (overrides \(AgentEndpoint.events.path) of --config), e.g. \(AgentEndpoint.events.defaultAddress).",
-            valueName: "endpoint"
-        )
-    )
-    var eventsEndpoint: String?
+    @OptionGroup var events: EventsEndpointOptions
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
@@ -41,7 +34,7 @@ struct Watch: AgentCommand {
 
     func run() throws {
         let options = self.options
-        let endpoint = try options.eventsEndpoint(override: eventsEndpoint)
+        let endpoint = try options.eventsEndpoint(override: events.eventsEndpoint)
         let subscriber: EventSubscriber
         do {
             subscriber = try EventSubscriber(endpoint: endpoint, topicPrefixes: topics)

@@ -109,6 +109,22 @@ def start_agent(folder, target=None, pass_=None, agent_extra=None, env=None, wai
     return handle
 
 
+def start_pass_agent(folder, sim, requestors=("acme-requestor",), agent_extra=None, **pass_extra):
+    """A preflightd with preflight-sim as Target and Adobe Pass, serving `requestors` as box `test-box-0001`."""
+    return start_agent(
+        folder,
+        target={"serverURL": sim.url},
+        pass_={
+            "serverURL": sim.url,
+            "softwareStatement": TEST_SOFTWARE_STATEMENT,
+            "requestors": list(requestors),
+            "deviceIdentifier": "test-box-0001",
+            **pass_extra,
+        },
+        agent_extra=agent_extra,
+    )
+
+
 def stop_agent(handle, sig=signal.SIGTERM):
     if handle.process.poll() is None:
         handle.process.send_signal(sig)

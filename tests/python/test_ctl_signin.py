@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, bin_dir, read_log, start_agent, stop_agent, wait_until
+from agent_harness import Simulator, bin_dir, read_log, start_pass_agent, stop_agent
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
@@ -21,9 +21,7 @@ MVPD = "Cablevision"
 def box():
     folder = tempfile.mkdtemp(prefix="pf-cs-", dir="/tmp")
     sim = Simulator(folder)
-    agent = start_agent(folder, target={"serverURL": sim.url}, pass_={
-        "serverURL": sim.url, "softwareStatement": TEST_SOFTWARE_STATEMENT, "requestors": [REQUESTOR],
-        "deviceIdentifier": "test-box-0001", "signInPollInterval": 1})
+    agent = start_pass_agent(folder, sim, signInPollInterval=1)
     yield folder, sim, agent
     stop_agent(agent)
     violations = sim.call("GET", "/_sim/violations")

@@ -11,7 +11,8 @@ import threading
 import pytest
 import zmq
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Simulator, ok, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import (TEST_SOFTWARE_STATEMENT, Simulator, ok, read_log, request, start_pass_agent,
+                           stop_agent, wait_until)
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
@@ -25,17 +26,7 @@ class PassSetup:
         self.agent = None
 
     def start(self, **pass_extra):
-        self.agent = start_agent(
-            self.folder,
-            target={"serverURL": self.sim.url},
-            pass_={
-                "serverURL": self.sim.url,
-                "softwareStatement": TEST_SOFTWARE_STATEMENT,
-                "requestors": [REQUESTOR],
-                "deviceIdentifier": "test-box-0001",
-                **pass_extra,
-            },
-        )
+        self.agent = start_pass_agent(self.folder, self.sim, requestors=[REQUESTOR], **pass_extra)
         return self.agent
 
     def preauthorize(self, resources, disabled=None, requestor=REQUESTOR):

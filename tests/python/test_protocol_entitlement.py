@@ -8,7 +8,7 @@ import re
 import shutil
 import tempfile
 
-from agent_harness import REPO, TEST_SOFTWARE_STATEMENT, Events, Simulator, request, start_agent, stop_agent
+from agent_harness import REPO, Events, Simulator, request, start_pass_agent, stop_agent
 
 # Values that differ on every run: compared by type (and, for the URLs, by their path).
 VARYING = {"code", "notBefore", "notAfter", "serializedToken", "userID", "householdID"}
@@ -50,9 +50,7 @@ def same(documented, actual, path="result"):
 def test_the_documented_entitlement_flow_answers_as_shown():
     folder = tempfile.mkdtemp(prefix="pf-pe-", dir="/tmp")
     sim = Simulator(folder)
-    agent = start_agent(folder, target={"serverURL": sim.url}, pass_={
-        "serverURL": sim.url, "softwareStatement": TEST_SOFTWARE_STATEMENT, "requestors": ["acme-requestor"],
-        "deviceIdentifier": "test-box-0001", "signInPollInterval": 1})
+    agent = start_pass_agent(folder, sim, signInPollInterval=1)
     events = Events(agent, b"auth.", confirm=True)
     try:
         steps = documented_flow()

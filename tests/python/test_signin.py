@@ -8,7 +8,8 @@ import tempfile
 
 import pytest
 
-from agent_harness import TEST_SOFTWARE_STATEMENT, Events, Simulator, ok, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import (TEST_SOFTWARE_STATEMENT, Events, Simulator, ok, read_log, request, start_pass_agent, stop_agent,
+                           wait_until)
 
 REQUESTOR = "acme-requestor"
 MVPD = "Cablevision"
@@ -25,20 +26,9 @@ class Box:
         self.secrets = set()
 
     def start(self, **pass_extra):
-        self.agent = start_agent(
-            self.folder,
-            target={"serverURL": self.sim.url},
-            pass_={
-                "serverURL": self.sim.url,
-                "softwareStatement": TEST_SOFTWARE_STATEMENT,
-                "requestors": [REQUESTOR],
-                "deviceIdentifier": "test-box-0001",
-                "signInPollInterval": 1,
-                **pass_extra,
-            },
-            # Debug lines too: not even they may carry a code or a media token.
-            agent_extra={"logLevel": "debug"},
-        )
+        # Debug lines too: not even they may carry a code or a media token.
+        self.agent = start_pass_agent(self.folder, self.sim, agent_extra={"logLevel": "debug"}, signInPollInterval=1,
+                                      **pass_extra)
         self.events = Events(self.agent, b"auth.", confirm=True)
         return self.agent
 

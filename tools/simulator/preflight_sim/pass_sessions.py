@@ -158,6 +158,20 @@ def _find(state: PassState, sp: str, code: str, counter: str) -> tuple[dict | No
     return session, None
 
 
+def _live(state: PassState, sp: str, code: str, counter: str, now: int) -> tuple[dict | None, Response | None]:
+    """The unexpired session of `sp` a request names, its counter bumped; or the error to answer (an
+    unknown provider, a code it never issued, an expired code). Called under `state.lock`."""
+    bad = _check_provider(state, sp)
+    if bad:
+        return None, bad
+    session, bad = _find(state, sp, code, counter)
+    if bad:
+        return None, bad
+    if _expired(session, now):
+        return None, _expired_response(session)
+    return session, None
+
+
 def _expired_response(session: dict) -> Response:
     response = error_response("authentication_session_expired")
     response.note = "session ended by logout" if session["endedBy"] == "logout" else "code expired"
@@ -228,14 +242,9 @@ def handle_resume(sim, req: Request, params: dict, seq: int) -> Outcome:
     sp, code = params["serviceProvider"], params["code"]
     now = int(sim.clock.now_ms())
     with state.lock:
-        bad = _check_provider(state, sp)
+        session, bad = _live(state, sp, code, "resumes", now)
         if bad:
             return Outcome(bad, violations)
-        session, bad = _find(state, sp, code, "resumes")
-        if bad:
-            return Outcome(bad, violations)
-        if _expired(session, now):
-            return Outcome(_expired_response(session), violations)
         bad = _check_parameters(state, sp, req, form, violations)
         if bad:
             return Outcome(bad, violations)
@@ -258,14 +267,9 @@ def handle_status(sim, req: Request, params: dict, seq: int) -> Outcome:
     sp, code = params["serviceProvider"], params["code"]
     now = int(sim.clock.now_ms())
     with state.lock:
-        bad = _check_provider(state, sp)
+        session, bad = _live(state, sp, code, "statusPolls", now)
         if bad:
             return Outcome(bad, violations)
-        session, bad = _find(state, sp, code, "statusPolls")
-        if bad:
-            return Outcome(bad, violations)
-        if _expired(session, now):
-            return Outcome(_expired_response(session), violations)
         body: dict[str, Any] = {"notBefore": str(session["notBefore"]), "notAfter": str(session["notAfter"]),
                                 "existingParameters": dict(session["parameters"]),
                                 "missingParameters": _missing(session)}
@@ -284,14 +288,9 @@ def handle_profiles_code(sim, req: Request, params: dict, seq: int) -> Outcome:
     sp, code = params["serviceProvider"], params["code"]
     now = int(sim.clock.now_ms())
     with state.lock:
-        bad = _check_provider(state, sp)
+        session, bad = _live(state, sp, code, "profilePolls", now)
         if bad:
             return Outcome(bad, violations)
-        session, bad = _find(state, sp, code, "profilePolls")
-        if bad:
-            return Outcome(bad, violations)
-        if _expired(session, now):
-            return Outcome(_expired_response(session), violations)
         profiles = {}
         if session["signedInAt"] is not None:
             mvpd = session["parameters"]["mvpd"]
