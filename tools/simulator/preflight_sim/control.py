@@ -314,9 +314,15 @@ def delete_revoked_tokens(sim, req: Request, m) -> Response:
     return _ok({"cleared": cleared})
 
 
+NOTIFICATION_TYPES = ("display", "click")
+
+
 def get_notifications(sim, req: Request, m) -> Response:
+    kind = req.query.get("type")
+    if kind is not None and kind not in NOTIFICATION_TYPES:
+        raise ControlError(400, f"type must be one of {', '.join(NOTIFICATION_TYPES)}")
     with sim.target.lock:
-        notes = [dict(n) for n in sim.target.notifications]
+        notes = [dict(n) for n in sim.target.notifications if kind is None or n["type"] == kind]
     return _ok({"count": len(notes), "notifications": notes})
 
 

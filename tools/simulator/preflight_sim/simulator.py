@@ -169,6 +169,8 @@ class Simulator:
             "tokensIssued": pass_stats["tokensIssued"],
             "rateLimited": pass_stats["rateLimited"],
             "notifications": target_stats["notifications"],
+            "clickNotifications": target_stats["clickNotifications"],
+            "displayNotifications": target_stats["displayNotifications"],
             "notificationRefusals": target_stats["refusedRequests"],
             "prefetched": target_stats["prefetched"],
             "executed": target_stats["executed"],
