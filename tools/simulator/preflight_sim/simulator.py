@@ -172,6 +172,7 @@ class Simulator:
             "clickNotifications": target_stats["clickNotifications"],
             "displayNotifications": target_stats["displayNotifications"],
             "notificationRefusals": target_stats["refusedRequests"],
+            "qaModeRefusals": target_stats["qaModeRefusals"],
             "prefetched": target_stats["prefetched"],
             "executed": target_stats["executed"],
             "violations": counts["violations"],

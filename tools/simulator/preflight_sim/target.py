@@ -4,7 +4,8 @@ Offers are configured per mbox name. Event tokens, click tokens and mbox states 
 functions of (mbox name, offer), so a test can predict them (and read them from `GET /_sim/target/offers`)
 and check that the agent sent back exactly what it was given.
 
-Beside this module: target_metrics (click metrics, response tokens, A4T payloads).
+Beside this module: target_metrics (click metrics, response tokens, A4T payloads), target_workspaces
+(property tokens, QA mode previews), target_visitors (visitor ids, the visitors log).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import json
 import re
 import threading
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
 from preflight_sim import target_metrics as metrics
+from preflight_sim import target_visitors as visitors
+from preflight_sim import target_workspaces as workspaces
 from preflight_sim.exchange import Request, Response
 from preflight_sim.outcome import Outcome
 
@@ -46,7 +49,6 @@ OPTION_TYPES = ("html", "json", "redirect", "dynamic", "actions")
 OFFER_FIELDS = ("clickMetric", "responseTokens")
 RESERVED_MBOX_PARAMETERS = ("orderId", "orderTotal", "productPurchasedIds")
 SESSION_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
-TNT_ID = re.compile(r"^[^.]+(\.\d+_\d+)?$")
 
 
 class OfferError(ValueError):
@@ -186,7 +188,9 @@ def offer_problems(specs, offers: dict[str, dict]) -> list[str]:
 class TargetState:
     def __init__(self, offers: dict[str, dict]):
         self.lock = threading.RLock()
-        self.offers = copy.deepcopy(offers)
+        self.offers = copy.deepcopy(offers)  # the default workspace: requests without property.token
+        self.workspaces: dict[str, dict[str, dict]] = {}  # property token -> offers
+        self.previews: dict[str, dict[str, dict]] = {}  # QA mode token -> preview offers
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []
@@ -194,17 +198,24 @@ class TargetState:
         self.issued_click_tokens: dict[str, set[str]] = {}
         self.issued_states: dict[str, set[str]] = {}
         self.revoked_tokens: set[str] = set()
+        self.visitors: deque[dict] = deque(maxlen=visitors.VISITOR_LOG_SIZE)
         self.max_age_ms = NOTIFICATION_MAX_AGE_MS
         self.max_future_ms = NOTIFICATION_MAX_FUTURE_MS
         self.refused_requests = 0
+        self.qa_refusals = 0
 
-    def describe_offers(self) -> dict:
+    def workspace(self, property_token: str | None) -> dict[str, dict]:
+        """The offers of a workspace (the default one for None); an unknown token's is empty."""
+        return self.offers if property_token is None else self.workspaces.get(property_token, {})
+
+    def describe_offers(self, property_token: str | None = None) -> dict:
         with self.lock:
-            return {name: describe_offer(name, offer) for name, offer in self.offers.items()}
+            return {name: describe_offer(name, offer) for name, offer in self.workspace(property_token).items()}
 
     def offer_sets(self) -> list[tuple[dict[str, dict], bool]]:
         """Every set of offers a request can be answered from: (offers, preview)."""
-        return [(self.offers, False)]
+        return [(self.offers, False), *((o, False) for o in self.workspaces.values()),
+                *((o, True) for o in self.previews.values())]
 
     def issue(self, name: str, options: list[dict], state: str | None, click: list[dict]) -> None:
         tokens = self.issued_tokens.setdefault(name, set())
@@ -215,7 +226,8 @@ class TargetState:
             self.issued_states.setdefault(name, set()).add(state)
 
     def click_tokens_for(self, name: str) -> set[str]:
-        """Every click token issued for mbox `name`, and those its current offer would issue."""
+        """Every click token issued for mbox `name`, and those its current offers (any workspace or preview)
+        would issue."""
         current = {metrics.click_token(name, offers.get(name)) for offers, _ in self.offer_sets()}
         return set(self.issued_click_tokens.get(name, set())) | (current - {None})
 
@@ -240,7 +252,7 @@ class TargetState:
             return {"prefetched": dict(self.prefetched), "executed": dict(self.executed),
                     "notifications": len(self.notifications), "clickNotifications": clicks,
                     "displayNotifications": len(self.notifications) - clicks,
-                    "refusedRequests": self.refused_requests}
+                    "refusedRequests": self.refused_requests, "qaModeRefusals": self.qa_refusals}
 
 
 # request checks -------------------------------------------------------------------------------
@@ -305,15 +317,10 @@ def described_violations(body: dict) -> tuple[list[str], list[str]]:
     """Rules the spec states in prose ("Validation" sections): (errors, advisories)."""
     errors: list[str] = []
     advisories: list[str] = []
-    visitor = body.get("id")
-    if isinstance(visitor, dict):
-        tnt = visitor.get("tntId")
-        if isinstance(tnt, str) and not TNT_ID.match(tnt):
-            errors.append("$.id.tntId: must not contain '.' unless it delimits the location hint "
-                          "(VisitorId validation)")
-    found, advised = metrics.analytics_violations(body)
-    errors.extend(found)
-    advisories.extend(advised)
+    for check in (visitors.visitor_violations, metrics.analytics_violations, workspaces.qa_mode_violations):
+        found, advised = check(body)
+        errors.extend(found)
+        advisories.extend(advised)
     execute = body.get("execute")
     if isinstance(execute, dict):
         _check_request_details(execute.get("pageLoad"), "$.execute.pageLoad", errors)
@@ -408,7 +415,7 @@ def _error(status: int, message: str) -> Response:
 @dataclass
 class Delivery:
     """What shapes every mbox answer of one request."""
-    offers: dict[str, dict]
+    scope: workspaces.Scope
     a4t: bool  # experienceCloud.analytics.logging is client_side
 
 
@@ -416,7 +423,7 @@ def _mbox_entries(state: TargetState, delivery: Delivery, mboxes: Any, prefetch:
     out = []
     for mbox in mboxes if isinstance(mboxes, list) else []:
         name = mbox.get("name")
-        offer, preview = delivery.offers.get(name), False
+        offer, preview = delivery.scope.lookup(name)
         entry: dict[str, Any] = {"index": mbox.get("index"), "name": name}
         options = rendered_options(name, offer, preview)
         click: list[dict] = []
@@ -578,25 +585,36 @@ def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
     with state.lock:
         # Checked and carried out under one hold of the lock: a refused request changes nothing.
         # Not contract violations: the request is well formed, Target's state or clock refuses it.
+        scope, scoped = workspaces.resolve(state, body)
+        advisories += scoped
+        if scope is None:
+            state.qa_refusals += 1
+            response = _error(400, workspaces.INVALID_QA_TOKEN)
+            response.note = f"refused: {workspaces.INVALID_QA_TOKEN} (no preview registered for this token)"
+            return Outcome(response, advisories)
         problems, advised = notification_problems(state, body.get("notifications"), sim.clock.now_ms())
         advisories += advised
         if problems:
             state.refused_requests += 1
             return Outcome(_invalid_request(problems, note=f"refused: {problems[0]}"), advisories)
-        return _deliver(sim, state, req, body, seq, advisories)
+        return _deliver(sim, state, req, body, seq, scope, advisories)
 
 
-def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, advisories: list[str]) -> Outcome:
+def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, scope: workspaces.Scope,
+             advisories: list[str]) -> Outcome:
     """The request carried out (the caller holds `state.lock`)."""
+    client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
+    session = _first(req.query.get("sessionId"))
+    visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
     context = body.get("context", {})
     if isinstance(context, dict) and context.get("beacon") is True:
+        state.visitors.append(visitors.visitor_record(seq, session, body, {}, scope.property_token))
         return Outcome(Response.empty(204), advisories)
 
-    client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
-    visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
     if not visitor.get("tntId"):
         visitor["tntId"] = f"{uuid.uuid4().hex}.{LOCATION_HINT}"
-    delivery = Delivery(state.offers, metrics.client_side_logging(body))
+    state.visitors.append(visitors.visitor_record(seq, session, body, visitor, scope.property_token))
+    delivery = Delivery(scope, metrics.client_side_logging(body))
     document: dict[str, Any] = {
         "status": 200,
         "requestId": body.get("requestId") or str(uuid.uuid4()),

@@ -1,5 +1,5 @@
 """What Adobe's Target mobile extension gets from the Delivery API, as the simulator serves it: click metrics, response
-tokens, A4T payloads."""
+tokens, A4T payloads, visitor ids, workspaces (property tokens), QA mode previews."""
 
 from __future__ import annotations
 
@@ -280,6 +280,206 @@ def test_experience_cloud_analytics_is_validated(sim):
     messages = request_violations(sim)
     assert any("trackingServer: should not include http://" in m for m in messages)
     assert any(m.startswith("docs:") and "supplementalDataId, id.marketingCloudVisitorId" in m for m in messages)
+
+
+# 4. visitor ids -------------------------------------------------------------------------------
+
+FULL_ID = {"tntId": "d359234570e044f14e1faeeba02d6ab23439914e.28_78", "thirdPartyId": "23423432",
+           "marketingCloudVisitorId": "2304820394812039",
+           "customerIds": [{"id": "134325423", "integrationCode": "crm_data", "authenticatedState": "authenticated"},
+                           {"id": "u-7", "integrationCode": "loyalty", "authenticatedState": "logged_out"}]}
+
+
+def visitors(sim) -> list[dict]:
+    return sim.get("/_sim/target/visitors").json()["requests"]
+
+
+def test_visitor_ids_are_echoed_and_recorded(sim):
+    answered = deliver(sim, body_for("logo", id=FULL_ID), session="session-1")
+    assert answered["id"] == FULL_ID
+    answered = deliver(sim, body_for("logo", id={"thirdPartyId": "B234A029348"}), session="session-2")
+    assert answered["id"]["thirdPartyId"] == "B234A029348" and answered["id"]["tntId"].endswith(".35_0")
+    deliver(sim, body_for("logo"), session="session-3")
+
+    first, second, third = visitors(sim)
+    assert {k: first[k] for k in ("tntId", "thirdPartyId", "marketingCloudVisitorId", "customerIds")} == FULL_ID
+    assert first["sessionId"] == "session-1" and first["propertyToken"] is None
+    assert first["responseTntId"] == FULL_ID["tntId"]
+    assert second["tntId"] is None and second["thirdPartyId"] == "B234A029348"
+    assert second["responseTntId"] == answered["id"]["tntId"]
+    assert (second["marketingCloudVisitorId"], second["customerIds"]) == (None, None)
+    assert third["sessionId"] == "session-3" and third["tntId"] is None
+    assert [v["seq"] for v in (first, second, third)] == [e["seq"] for e in sim.requests_log(service="target")]
+    assert sim.violations() == []
+
+
+def test_the_visitors_log_keeps_the_last_hundred_requests(sim):
+    for i in range(105):
+        deliver(sim, body_for("logo", id={"thirdPartyId": f"user-{i}"}))
+    logged = visitors(sim)
+    assert len(logged) == 100
+    assert logged[0]["thirdPartyId"] == "user-5" and logged[-1]["thirdPartyId"] == "user-104"
+
+
+def test_visitor_ids_are_validated(sim):
+    cases = {
+        "unknown state": ({"marketingCloudVisitorId": "1", "customerIds": [
+            {"id": "1", "integrationCode": "crm", "authenticatedState": "signed_in"}]}, "authenticatedState"),
+        "no integration code": ({"marketingCloudVisitorId": "1", "customerIds": [
+            {"id": "1", "authenticatedState": "unknown"}]}, "integrationCode"),
+        "null element": ({"marketingCloudVisitorId": "1", "customerIds": [None]}, "customerIds"),
+        "code too long": ({"marketingCloudVisitorId": "1", "customerIds": [
+            {"id": "1", "integrationCode": "c" * 51, "authenticatedState": "unknown"}]}, "integrationCode"),
+        "only customer ids": ({"customerIds": [
+            {"id": "1", "integrationCode": "crm", "authenticatedState": "unknown"}]},
+            "either tntId, thirdPartyId or marketingCloudVisitorId is required"),
+        "no id at all": ({}, "either tntId"),
+        "third party id too long": ({"thirdPartyId": "x" * 129}, "thirdPartyId"),
+        "dotted tntId": ({"tntId": "a.b.c"}, "tntId"),
+    }
+    for label, (visitor, words) in cases.items():
+        r = sim.post(delivery_url(), json=body_for("logo", id=visitor))
+        assert r.status_code == 400, label
+        assert words in r.json()["message"], (label, r.json())
+        assert any(words in m for m in sim.violations()[-1]["messages"]), label
+    assert visitors(sim) == []  # refused requests are not carried out
+
+    sim.delete("/_sim/violations")
+    # Customer ids without the Experience Cloud visitor id: the API description says it must be sent too.
+    deliver(sim, body_for("logo", id={"tntId": "abc", "customerIds": FULL_ID["customerIds"]}))
+    assert [m for m in request_violations(sim) if m.startswith("docs: $.id.customerIds")]
+
+
+# 5. workspaces (property tokens) --------------------------------------------------------------
+
+def prop(token: str) -> dict:
+    return {"property": {"token": token}}
+
+
+def test_a_property_token_is_answered_from_its_workspace_only(sim):
+    r = sim.put("/_sim/target/offers", params={"propertyToken": "ws-a"},
+                json={"logo": {"type": "html", "content": "<p>logo A</p>"},
+                      "promo": {"type": "json", "content": {"a": 1}}})
+    assert r.status_code == 200 and r.json()["propertyToken"] == "ws-a"
+    put_offer(sim, "promo", {"type": "json", "content": {"b": 2}}, token="ws-b")
+
+    logo, promo, hero = mboxes(sim, "logo", "promo", "hero", **prop("ws-a"))
+    assert logo["options"][0]["content"] == "<p>logo A</p>" and promo["options"][0]["content"] == {"a": 1}
+    assert "options" not in hero  # in the default workspace, not in ws-a
+    logo, promo = mboxes(sim, "logo", "promo", **prop("ws-b"))
+    assert "options" not in logo and promo["options"][0]["content"] == {"b": 2}
+    logo, promo = mboxes(sim, "logo", "promo", kind="execute")  # no property: the default workspace
+    assert logo["options"][0]["content"].startswith("<img") and "options" not in promo
+    assert all("options" not in m for m in mboxes(sim, "logo", "promo", **prop("nobody-set-this")))
+
+    described = sim.get("/_sim/target/offers", params={"propertyToken": "ws-a"}).json()
+    assert described["propertyToken"] == "ws-a" and set(described["offers"]) == {"logo", "promo"}
+    assert described["offers"]["promo"]["options"][0]["eventToken"] == mboxes(
+        sim, "promo", **prop("ws-a"))[0]["options"][0]["eventToken"]
+    assert sim.get("/_sim/target/offers").json()["propertyToken"] is None
+    assert sim.get("/_sim/target/workspaces").json()["workspaces"] == [
+        {"propertyToken": None, "mboxes": ["logo", "buttonColor", "hero"]},
+        {"propertyToken": "ws-a", "mboxes": ["logo", "promo"]},
+        {"propertyToken": "ws-b", "mboxes": ["promo"]}]
+    assert [v["propertyToken"] for v in visitors(sim)] == ["ws-a", "ws-b", None, "nobody-set-this", "ws-a"]
+    assert sim.violations() == []
+
+
+def test_workspaces_are_deleted_per_token(sim):
+    put_offer(sim, "promo", {"type": "json", "content": {"a": 1}}, token="ws-a")
+    r = sim.delete("/_sim/target/offers/logo", params={"propertyToken": "ws-a"})
+    assert r.status_code == 404 and "ws-a" in r.json()["error"]
+    assert sim.delete("/_sim/target/offers/promo", params={"propertyToken": "ws-a"}).json() == {
+        "deleted": "promo", "propertyToken": "ws-a"}
+    assert sim.delete("/_sim/target/offers", params={"propertyToken": "ws-a"}).json() == {
+        "propertyToken": "ws-a", "cleared": 0}
+    assert sim.delete("/_sim/target/offers", params={"propertyToken": "ws-a"}).status_code == 404
+    assert "options" in mboxes(sim, "logo")[0]  # the default workspace untouched
+    assert sim.delete("/_sim/target/offers").json() == {"propertyToken": None, "cleared": 3}
+    assert "options" not in mboxes(sim, "logo")[0]
+    assert sim.get("/_sim/target/offers", params={"propertyToken": ""}).status_code == 400
+
+
+def test_an_empty_or_missing_property_token_is_refused(sim):
+    for bad in ({"property": {}}, {"property": {"token": 7}}):
+        r = sim.post(delivery_url(), json=body_for("logo", **bad))
+        assert r.status_code == 400 and "token" in r.json()["message"], bad
+
+
+# 6. QA mode previews --------------------------------------------------------------------------
+
+PREVIEW = {"promo": {"type": "html", "content": "<p>new promo</p>", "responseTokens": True},
+           "logo": {"type": "html", "content": "<p>new logo</p>"}}
+
+
+def qa(token: str, **more) -> dict:
+    return {"qaMode": {"token": token, **more}}
+
+
+def test_a_registered_qa_token_is_answered_from_the_preview_offers(sim):
+    r = sim.put("/_sim/target/preview", json={"token": "qa-1", "offers": PREVIEW})
+    assert r.status_code == 200, r.text
+    registered = r.json()["previews"]
+    assert [p["token"] for p in registered] == ["qa-1"] and set(registered[0]["offers"]) == {"promo", "logo"}
+
+    promo, logo, hero = mboxes(sim, "promo", "logo", "hero", **qa("qa-1", evaluateAsTrueAudienceIds=[2, 3]))
+    assert promo["options"][0]["content"] == "<p>new promo</p>" and logo["options"][0]["content"] == "<p>new logo</p>"
+    assert promo["options"][0]["responseTokens"]["activity.name"] == "(preview) promo activity"
+    assert promo["options"] == registered[0]["offers"]["promo"]["options"]
+    assert hero["options"][0]["content"].startswith('<div class="hero">')  # evaluated along the active ones
+    promo, hero = mboxes(sim, "promo", "hero", **qa("qa-1", listedActivitiesOnly=True))
+    assert "options" in promo and "options" not in hero
+    # previewIndexes names activities of the token (1-based, in the order given); out of bounds: ignored.
+    promo, logo = mboxes(sim, "promo", "logo", **qa("qa-1", listedActivitiesOnly=True,
+                                                    previewIndexes=[{"activityIndex": 2}]))
+    assert "options" not in promo and logo["options"][0]["content"] == "<p>new logo</p>"
+    assert sim.violations() == []
+    promo, logo = mboxes(sim, "promo", "logo", **qa("qa-1", previewIndexes=[{"activityIndex": 1},
+                                                                           {"activityIndex": 9}]))
+    assert promo["options"][0]["content"] == "<p>new promo</p>" and logo["options"][0]["content"].startswith("<img")
+    assert any("previewIndexes[1].activityIndex: 9" in m for m in request_violations(sim))
+
+
+def test_an_unknown_qa_token_is_refused(sim):
+    sim.put("/_sim/target/preview", json={"token": "qa-1", "offers": PREVIEW})
+    r = sim.post(delivery_url(), json=body_for("promo", **qa("qa-2")))
+    assert r.status_code == 400 and r.json() == {"status": 400, "message": "Invalid QA mode token"}
+    entry = sim.last_request()
+    assert entry["note"].startswith("refused: Invalid QA mode token") and entry["valid"] is True
+    stats = sim.get("/_sim/stats").json()
+    assert stats["qaModeRefusals"] == 1 and stats["prefetched"] == {}
+    assert sim.violations() == []
+
+    assert sim.delete("/_sim/target/preview", params={"token": "qa-9"}).status_code == 404
+    assert sim.delete("/_sim/target/preview").json() == {"cleared": 1}
+    assert sim.post(delivery_url(), json=body_for("promo", **qa("qa-1"))).status_code == 400
+    assert sim.get("/_sim/target/preview").json() == {"previews": []}
+
+
+def test_qa_mode_is_validated(sim):
+    cases = {"empty previewIndexes": (qa("qa-1", previewIndexes=[]), "previewIndexes"),
+             "activityIndex 0": (qa("qa-1", previewIndexes=[{"activityIndex": 0}]), "activityIndex"),
+             "audience ids as strings": (qa("qa-1", evaluateAsTrueAudienceIds=["7"]), "evaluateAsTrueAudienceIds"),
+             "token not a string": (qa(12), "token")}
+    sim.put("/_sim/target/preview", json={"token": "qa-1", "offers": PREVIEW})
+    for label, (extra, words) in cases.items():
+        r = sim.post(delivery_url(), json=body_for("promo", **extra))
+        assert r.status_code == 400 and words in r.json()["message"], (label, r.json())
+    assert len(sim.violations()) == len(cases)
+    sim.delete("/_sim/violations")
+    # Without a token QA mode names no activity: served from the normal offers, with an advisory.
+    logo = mboxes(sim, "logo", qaMode={"listedActivitiesOnly": True})[0]
+    assert logo["options"][0]["content"].startswith("<img")
+    assert any(m.startswith("advisory: $.qaMode without a token") for m in request_violations(sim))
+
+
+def test_bad_previews_are_refused_by_control(sim):
+    for bad in ({"offers": PREVIEW}, {"token": "", "offers": PREVIEW}, {"token": "t"},
+                {"token": "t", "offers": {"x": {"type": "video", "content": "x"}}}, {"token": "t", "offers": {},
+                                                                                    "extra": 1}):
+        r = sim.put("/_sim/target/preview", json=bad)
+        assert r.status_code == 400 and r.json()["error"], bad
+    assert sim.get("/_sim/target/preview").json() == {"previews": []}
 
 
 def test_no_response_violations_in_this_module(sim):
