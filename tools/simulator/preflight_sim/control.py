@@ -606,7 +606,7 @@ def get_pass_state(sim, req: Request, m) -> Response:
 
 # routing --------------------------------------------------------------------------------------
 
-# Workspaces, QA mode previews and the visitors log; its handlers use the helpers above.
+# Workspaces, QA mode previews, the trace token and the visitors log; its handlers use the helpers above.
 from preflight_sim import control_target  # noqa: E402
 
 

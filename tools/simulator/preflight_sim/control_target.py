@@ -1,4 +1,4 @@
-"""Control of Target's workspaces, QA mode previews and visitors log (`/_sim/target/...`)."""
+"""Control of Target's workspaces, QA mode previews, trace token and visitors log (`/_sim/target/...`)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,33 @@ def delete_preview(sim, req: Request, m) -> Response:
     return _ok({"cleared": cleared})
 
 
+# trace ----------------------------------------------------------------------------------------
+
+def get_trace_token(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        return _ok({"token": sim.target.trace_token})
+
+
+def put_trace_token(sim, req: Request, m) -> Response:
+    """The `trace.authorizationToken` Target accepts (null: none, no request is traced)."""
+    doc = _object(req)
+    _known_fields(doc, ("token",), "traceToken")
+    if "token" not in doc:
+        raise ControlError(400, "token is required: a non-empty string, or null (no trace for anyone)")
+    token = doc["token"]
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ControlError(400, "token must be a non-empty string or null")
+    with sim.target.lock:
+        sim.target.trace_token = token
+    return _ok({"token": token})
+
+
+def delete_trace_token(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        sim.target.trace_token = None
+    return _ok({"token": None})
+
+
 # visitors -------------------------------------------------------------------------------------
 
 def get_visitors(sim, req: Request, m) -> Response:
@@ -76,5 +103,8 @@ ROUTES = [
     ("GET", r"/_sim/target/preview", get_preview),
     ("PUT", r"/_sim/target/preview", put_preview),
     ("DELETE", r"/_sim/target/preview", delete_preview),
+    ("GET", r"/_sim/target/traceToken", get_trace_token),
+    ("PUT", r"/_sim/target/traceToken", put_trace_token),
+    ("DELETE", r"/_sim/target/traceToken", delete_trace_token),
     ("GET", r"/_sim/target/visitors", get_visitors),
 ]

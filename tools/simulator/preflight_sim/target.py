@@ -5,7 +5,7 @@ functions of (mbox name, offer), so a test can predict them (and read them from 
 and check that the agent sent back exactly what it was given.
 
 Beside this module: target_metrics (click metrics, response tokens, A4T payloads), target_workspaces
-(property tokens, QA mode previews), target_visitors (visitor ids, the visitors log).
+(property tokens, QA mode previews), target_visitors (visitor ids, the visitors log, trace).
 """
 
 from __future__ import annotations
@@ -191,6 +191,7 @@ class TargetState:
         self.offers = copy.deepcopy(offers)  # the default workspace: requests without property.token
         self.workspaces: dict[str, dict[str, dict]] = {}  # property token -> offers
         self.previews: dict[str, dict[str, dict]] = {}  # QA mode token -> preview offers
+        self.trace_token: str | None = None
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []
@@ -417,6 +418,8 @@ class Delivery:
     """What shapes every mbox answer of one request."""
     scope: workspaces.Scope
     a4t: bool  # experienceCloud.analytics.logging is client_side
+    visitor: dict  # the response's `id`
+    trace: dict | None  # the request part of each mbox trace; None: not traced
 
 
 def _mbox_entries(state: TargetState, delivery: Delivery, mboxes: Any, prefetch: bool) -> list[dict]:
@@ -439,6 +442,10 @@ def _mbox_entries(state: TargetState, delivery: Delivery, mboxes: Any, prefetch:
                 entry["metrics"] = click
             if delivery.a4t:
                 entry["analytics"] = metrics.analytics(name, metrics.A4T_DISPLAY)
+        if delivery.trace is not None:
+            entry["trace"] = visitors.mbox_trace(mbox=mbox, kind="prefetch" if prefetch else "execute",
+                                                 request=delivery.trace, visitor=delivery.visitor, offer=offer,
+                                                 preview=preview, property_token=delivery.scope.property_token)
         state.issue(name, options, entry.get("state"), click)
         out.append(entry)
     return out
@@ -614,10 +621,19 @@ def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, scope:
     if not visitor.get("tntId"):
         visitor["tntId"] = f"{uuid.uuid4().hex}.{LOCATION_HINT}"
     state.visitors.append(visitors.visitor_record(seq, session, body, visitor, scope.property_token))
-    delivery = Delivery(scope, metrics.client_side_logging(body))
+    request_id = body.get("requestId") or str(uuid.uuid4())
+    trace = None
+    problem = visitors.trace_problem(state, body)
+    if problem:
+        advisories.append(problem)
+    elif visitors.traced(state, body):
+        usage = body["trace"].get("usage")
+        trace = {"client": client, "sessionId": session, "requestId": request_id,
+                 "qaMode": scope.qa_token is not None, "usage": usage if isinstance(usage, dict) else {}}
+    delivery = Delivery(scope, metrics.client_side_logging(body), visitor, trace)
     document: dict[str, Any] = {
         "status": 200,
-        "requestId": body.get("requestId") or str(uuid.uuid4()),
+        "requestId": request_id,
         "client": client,
         "id": visitor,
     }

@@ -1,9 +1,11 @@
 """What Adobe's Target mobile extension gets from the Delivery API, as the simulator serves it: click metrics, response
-tokens, A4T payloads, visitor ids, workspaces (property tokens), QA mode previews."""
+tokens, A4T payloads, visitor ids, workspaces (property tokens), QA mode previews, trace, and a slow answer."""
 
 from __future__ import annotations
 
 import time
+
+import requests
 
 from simharness import clean_sim, sim  # noqa: F401 - fixtures
 from simharness import delivery_url, mobile_context, requires_specs
@@ -480,6 +482,98 @@ def test_bad_previews_are_refused_by_control(sim):
         r = sim.put("/_sim/target/preview", json=bad)
         assert r.status_code == 400 and r.json()["error"], bad
     assert sim.get("/_sim/target/preview").json() == {"previews": []}
+
+
+# 7. trace -------------------------------------------------------------------------------------
+
+def trace(token: str) -> dict:
+    return {"trace": {"authorizationToken": token, "usage": {"sdkName": "AEPTarget", "sdkVersion": "5.0.0"}}}
+
+
+def test_a_trace_with_the_authorization_token_is_answered_with_traces(sim):
+    assert sim.put("/_sim/target/traceToken", json={"token": "trace-secret"}).json() == {"token": "trace-secret"}
+    assert sim.get("/_sim/target/traceToken").json() == {"token": "trace-secret"}
+    put_offer(sim, "promo", {"type": "html", "content": "<p/>", "clickMetric": True}, token="ws-a")
+    body = body_for("promo", "logo", id={"tntId": "abc.28_7", "thirdPartyId": "tp-1"}, **prop("ws-a"),
+                    **trace("trace-secret"))
+    body["prefetch"]["mboxes"][0]["parameters"] = {"status": "gold"}
+    promo, logo = deliver(sim, body, session="traced-1")["prefetch"]["mboxes"]
+    assert promo["trace"]["request"]["mbox"] == {"name": "promo", "index": 1, "type": "prefetch",
+                                                 "parameters": {"status": "gold"}}
+    assert promo["trace"]["request"]["propertyToken"] == "ws-a"
+    assert promo["trace"]["request"]["sessionId"] == "traced-1" and promo["trace"]["request"]["client"] == "demo"
+    assert promo["trace"]["request"]["usage"] == {"sdkName": "AEPTarget", "sdkVersion": "5.0.0"}
+    assert promo["trace"]["visitor"] == {"tntId": "abc.28_7", "thirdPartyId": "tp-1"}
+    activity = promo["trace"]["activity"]
+    assert activity["matched"] is True and activity["name"] == "promo activity" and activity["clickMetric"] is True
+    assert activity["offers"][0]["type"] == "html" and activity["experience"] == {"id": "0", "name": "Experience A"}
+    assert logo["trace"]["activity"] == {"matched": False}  # not in ws-a
+    executed = deliver(sim, body_for("logo", kind="execute", **trace("trace-secret")))["execute"]["mboxes"][0]
+    assert executed["trace"]["request"]["mbox"]["type"] == "execute"
+    assert executed["trace"]["activity"]["matched"] is True and executed["trace"]["request"]["propertyToken"] is None
+    assert executed["trace"]["visitor"]["tntId"].endswith(".35_0")  # the one Target made
+    assert sim.violations() == []
+
+
+def test_a_trace_without_the_right_token_gets_no_trace_and_an_advisory(sim):
+    logo = mboxes(sim, "logo", **trace("anything"))[0]
+    assert "trace" not in logo
+    assert any("no trace token is set" in m for m in request_violations(sim))
+    sim.put("/_sim/target/traceToken", json={"token": "trace-secret"})
+    sim.delete("/_sim/violations")
+    assert "trace" not in mboxes(sim, "logo", **trace("wrong"))[0]
+    assert any(m.startswith("advisory: $.trace.authorizationToken: not the authorization token")
+               for m in request_violations(sim))
+    sim.delete("/_sim/violations")
+    assert "trace" not in mboxes(sim, "logo")[0]  # no trace asked for: none, and nothing to say
+    assert sim.violations() == []
+    assert sim.delete("/_sim/target/traceToken").json() == {"token": None}
+    r = sim.post(delivery_url(), json=body_for("logo", trace={"usage": {"a": "b"}}))
+    assert r.status_code == 400 and "authorizationToken" in r.json()["message"]
+    for bad in ({"token": ""}, {"token": 5}, {}, {"token": "t", "x": 1}):
+        assert sim.put("/_sim/target/traceToken", json=bad).status_code == 400, bad
+
+
+# 8. a delivery slower than the client's timeout -----------------------------------------------
+
+def test_a_latency_fault_makes_one_delivery_slower_than_a_client_timeout(sim):
+    fault = sim.fault(path="/rest/v1/delivery", latencyMs=1500, count=1)
+    started = time.monotonic()
+    try:
+        sim.http.post(sim.url(delivery_url()), json=body_for("logo"), timeout=0.3)
+        raise AssertionError("the delayed request was answered before the client's timeout")
+    except requests.Timeout:
+        pass
+    assert time.monotonic() - started < 1.5
+    # The fault was for one request: the next one is answered at once, well within that timeout's budget.
+    fresh = requests.post(sim.url(delivery_url()), json=body_for("logo"), timeout=1.0)
+    assert fresh.status_code == 200
+    # latencyMs alone carries the request out: it is logged with its fault once the delay is over.
+    entry = wait_until(lambda: next((e for e in sim.requests_log(service="target")
+                                     if e["fault"] == fault and e["status"] is not None), None))
+    assert entry["status"] == 200 and entry["durationMs"] >= 1500
+    assert sim.get("/_sim/faults").json() == {"faults": []}
+    assert sim.get("/_sim/stats").json()["prefetched"] == {"logo": 2}
+
+
+# 9. reset ---------------------------------------------------------------------------------------
+
+def test_reset_forgets_workspaces_previews_trace_clicks_and_visitors(sim):
+    described = put_offer(sim, "promo", {"type": "html", "content": "<p/>", "clickMetric": True}, token="ws-a")
+    sim.put("/_sim/target/preview", json={"token": "qa-1", "offers": PREVIEW})
+    sim.put("/_sim/target/traceToken", json={"token": "trace-secret"})
+    mboxes(sim, "promo", **prop("ws-a"))
+    notify(sim, note(sim, "c1", "promo", [click_token(described)]))
+    assert sim.post(delivery_url(), json=body_for("logo", **qa("nope"))).status_code == 400
+
+    sim.reset()
+    assert sim.get("/_sim/target/workspaces").json()["workspaces"] == [
+        {"propertyToken": None, "mboxes": ["logo", "buttonColor", "hero"]}]
+    assert sim.get("/_sim/target/preview").json() == {"previews": []}
+    assert sim.get("/_sim/target/traceToken").json() == {"token": None}
+    assert visitors(sim) == [] and recorded(sim) == []
+    stats = sim.get("/_sim/stats").json()
+    assert (stats["clickNotifications"], stats["displayNotifications"], stats["qaModeRefusals"]) == (0, 0, 0)
 
 
 def test_no_response_violations_in_this_module(sim):
