@@ -556,6 +556,37 @@ def test_a_latency_fault_makes_one_delivery_slower_than_a_client_timeout(sim):
     assert sim.get("/_sim/stats").json()["prefetched"] == {"logo": 2}
 
 
+# all at once ----------------------------------------------------------------------------------
+
+def test_everything_in_one_request_validates(sim):
+    """A request like the mobile extension's with every addition at once: the response passes the spec."""
+    put_offer(sim, "promo", {"options": [{"type": "html", "content": "<p>ws</p>"}], "clickMetric": True,
+                             "responseTokens": True}, token="ws-a")
+    put_offer(sim, "hero", {"type": "json", "content": {"ws": True}}, token="ws-a")
+    sim.put("/_sim/target/preview", json={"token": "qa-1", "offers": PREVIEW})
+    sim.put("/_sim/target/traceToken", json={"token": "trace-secret"})
+    first = deliver(sim, body_for("promo", "hero", id=FULL_ID, **prop("ws-a"), **a4t("client_side")))
+    promo = first["prefetch"]["mboxes"][0]
+    clicked, displayed = click_token(promo), promo["options"][0]["eventToken"]
+
+    body = body_for("promo", "hero", "logo", id=FULL_ID, **prop("ws-a"), **a4t("client_side"),
+                    **qa("qa-1", evaluateAsTrueAudienceIds=[1], previewIndexes=[{"activityIndex": 1}]),
+                    **trace("trace-secret"))
+    body["execute"] = {"mboxes": [{"index": 1, "name": "hero"}]}
+    body["notifications"] = [note(sim, "d1", "promo", [displayed], kind="display"),
+                             note(sim, "c1", "promo", [clicked])]
+    answer = deliver(sim, body)
+    preview_promo, hero, logo = answer["prefetch"]["mboxes"]
+    assert preview_promo["options"][0]["content"] == "<p>new promo</p>"  # the preview's first activity
+    assert preview_promo["trace"]["activity"]["preview"] is True and "metrics" not in preview_promo
+    assert hero["options"][0]["content"] == {"ws": True}  # not in the preview: from the request's workspace
+    assert hero["analytics"]["payload"]["pe"] == "tnt" and hero["trace"]["request"]["qaMode"] is True
+    assert "options" not in logo  # the preview's logo is not selected, ws-a has none
+    assert answer["execute"]["mboxes"][0]["options"][0]["content"] == {"ws": True}
+    assert answer["notifications"] == [{"id": "d1"}, {"id": "c1"}] and answer["id"] == FULL_ID
+    assert sim.violations() == []
+
+
 # 9. reset ---------------------------------------------------------------------------------------
 
 def test_reset_forgets_workspaces_previews_trace_clicks_and_visitors(sim):
