@@ -200,38 +200,76 @@ def _validated_offers(sim, offers: dict[str, dict]) -> dict[str, dict]:
     return offers
 
 
+def _property_token(req: Request) -> str | None:
+    """`?propertyToken=`: the workspace a control call is about (None: the default one)."""
+    token = req.query.get("propertyToken")
+    if token is None:
+        return None
+    if not isinstance(token, str) or not token:
+        raise ControlError(400, "propertyToken must be given once, non-empty")
+    return token
+
+
+def _offers_answer(sim, token: str | None, offers: dict | None = None) -> Response:
+    return _ok({"propertyToken": token, "offers": sim.target.describe_offers(token) if offers is None else offers})
+
+
 def get_offers(sim, req: Request, m) -> Response:
-    return _ok({"offers": sim.target.describe_offers()})
+    return _offers_answer(sim, _property_token(req))
 
 
 def put_offers(sim, req: Request, m) -> Response:
+    token = _property_token(req)
     try:
         offers = target.normalize_offers(_body(req))
     except target.OfferError as exc:
         raise ControlError(400, str(exc)) from None
     _validated_offers(sim, offers)
     with sim.target.lock:
-        sim.target.offers = offers
-    return _ok({"offers": sim.target.describe_offers()})
+        if token is None:
+            sim.target.offers = offers
+        else:
+            sim.target.workspaces[token] = offers
+    return _offers_answer(sim, token)
+
+
+def delete_offers(sim, req: Request, m) -> Response:
+    """The default workspace emptied, or another workspace forgotten (404 if it was never set)."""
+    token = _property_token(req)
+    with sim.target.lock:
+        if token is None:
+            cleared = len(sim.target.offers)
+            sim.target.offers = {}
+        elif token in sim.target.workspaces:
+            cleared = len(sim.target.workspaces.pop(token))
+        else:
+            raise ControlError(404, f"no offers for property token {token}")
+    return _ok({"propertyToken": token, "cleared": cleared})
 
 
 def put_offer(sim, req: Request, m) -> Response:
     name = m["name"]
+    token = _property_token(req)
     try:
         offer = target.normalize_offer(name, _body(req))
     except target.OfferError as exc:
         raise ControlError(400, str(exc)) from None
     _validated_offers(sim, {name: offer})
     with sim.target.lock:
-        sim.target.offers[name] = offer
-    return _ok({"offers": {name: sim.target.describe_offers()[name]}})
+        if token is None:
+            sim.target.offers[name] = offer
+        else:
+            sim.target.workspaces.setdefault(token, {})[name] = offer
+    return _offers_answer(sim, token, {name: target.describe_offer(name, offer)})
 
 
 def delete_offer(sim, req: Request, m) -> Response:
+    token = _property_token(req)
     with sim.target.lock:
-        if sim.target.offers.pop(m["name"], None) is None:
-            raise ControlError(404, f"no offer for mbox {m['name']}")
-    return _ok({"deleted": m["name"]})
+        if sim.target.workspace(token).pop(m["name"], None) is None:
+            where = "" if token is None else f" in property token {token}"
+            raise ControlError(404, f"no offer for mbox {m['name']}{where}")
+    return _ok({"deleted": m["name"], "propertyToken": token})
 
 
 def put_edge_host(sim, req: Request, m) -> Response:
@@ -314,9 +352,15 @@ def delete_revoked_tokens(sim, req: Request, m) -> Response:
     return _ok({"cleared": cleared})
 
 
+NOTIFICATION_TYPES = ("display", "click")
+
+
 def get_notifications(sim, req: Request, m) -> Response:
+    kind = req.query.get("type")
+    if kind is not None and kind not in NOTIFICATION_TYPES:
+        raise ControlError(400, f"type must be one of {', '.join(NOTIFICATION_TYPES)}")
     with sim.target.lock:
-        notes = [dict(n) for n in sim.target.notifications]
+        notes = [dict(n) for n in sim.target.notifications if kind is None or n["type"] == kind]
     return _ok({"count": len(notes), "notifications": notes})
 
 
@@ -562,6 +606,10 @@ def get_pass_state(sim, req: Request, m) -> Response:
 
 # routing --------------------------------------------------------------------------------------
 
+# Workspaces, QA mode previews, the trace token and the visitors log; its handlers use the helpers above.
+from preflight_sim import control_target  # noqa: E402
+
+
 Handler = Callable[[Any, Request, dict], Response]
 
 ROUTES: list[tuple[str, str, Handler]] = [
@@ -583,6 +631,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("DELETE", r"/_sim/faults/(?P<id>[^/]+)", delete_fault),
     ("GET", r"/_sim/target/offers", get_offers),
     ("PUT", r"/_sim/target/offers", put_offers),
+    ("DELETE", r"/_sim/target/offers", delete_offers),
     ("PUT", r"/_sim/target/offers/(?P<name>[^/]+)", put_offer),
     ("DELETE", r"/_sim/target/offers/(?P<name>[^/]+)", delete_offer),
     ("GET", r"/_sim/target/notifications", get_notifications),
@@ -592,6 +641,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("PUT", r"/_sim/target/revokedTokens", put_revoked_tokens),
     ("DELETE", r"/_sim/target/revokedTokens", delete_revoked_tokens),
     ("GET", r"/_sim/target/edgeHost", get_edge_host),
+    *control_target.ROUTES,
     ("PUT", r"/_sim/target/edgeHost", put_edge_host),
     ("POST", r"/_sim/pass/login", post_login),
     ("POST", r"/_sim/pass/logout", post_logout),

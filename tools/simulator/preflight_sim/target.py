@@ -1,8 +1,11 @@
 """Adobe Target Delivery API: `POST /rest/v1/delivery`.
 
-Offers are configured per mbox name. Event tokens and mbox states are deterministic functions of
-(mbox name, offer), so a test can predict them (and read them from `GET /_sim/target/offers`) and
-check that the agent sent back exactly what it was given.
+Offers are configured per mbox name. Event tokens, click tokens and mbox states are deterministic
+functions of (mbox name, offer), so a test can predict them (and read them from `GET /_sim/target/offers`)
+and check that the agent sent back exactly what it was given.
+
+Beside this module: target_metrics (click metrics, response tokens, A4T payloads), target_workspaces
+(property tokens, QA mode previews), target_visitors (visitor ids, the visitors log, trace).
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ import json
 import re
 import threading
 import uuid
-from collections import Counter
+from collections import Counter, deque
+from dataclasses import dataclass
 from typing import Any
 
+from preflight_sim import target_metrics as metrics
+from preflight_sim import target_visitors as visitors
+from preflight_sim import target_workspaces as workspaces
 from preflight_sim.exchange import Request, Response
 from preflight_sim.outcome import Outcome
 
@@ -39,9 +46,9 @@ NOTIFICATION_MAX_FUTURE_MS = 60 * 1000
 EVENT_TOKEN_BYTES = 32
 
 OPTION_TYPES = ("html", "json", "redirect", "dynamic", "actions")
+OFFER_FIELDS = ("clickMetric", "responseTokens")
 RESERVED_MBOX_PARAMETERS = ("orderId", "orderTotal", "productPurchasedIds")
 SESSION_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
-TNT_ID = re.compile(r"^[^.]+(\.\d+_\d+)?$")
 
 
 class OfferError(ValueError):
@@ -51,13 +58,21 @@ class OfferError(ValueError):
 # offers ---------------------------------------------------------------------------------------
 
 def normalize_offer(name: str, value: Any) -> dict:
-    """One mbox's offer as `{"options": [...]}`; a bare option object is accepted too."""
+    """One mbox's offer as `{"options": [...]}` plus `clickMetric` and `responseTokens` when declared; a bare
+    option object is accepted too (its `clickMetric` is the offer's)."""
     if not isinstance(name, str) or not name:
         raise OfferError("mbox name must be a non-empty string")
+    declared: dict[str, Any] = {}
     if isinstance(value, dict) and "options" in value:
         options = value["options"]
+        declared = {key: value[key] for key in OFFER_FIELDS if key in value}
+        unknown = set(value) - {"options", *OFFER_FIELDS}
+        if unknown:
+            raise OfferError(f"unknown fields in the offer for {name!r}: {', '.join(sorted(unknown))} "
+                             f"(use options, {', '.join(OFFER_FIELDS)})")
     elif isinstance(value, dict) and "type" in value:
-        options = [value]
+        options = [{k: v for k, v in value.items() if k != "clickMetric"}]
+        declared = {"clickMetric": value["clickMetric"]} if "clickMetric" in value else {}
     elif isinstance(value, list):
         options = value
     else:
@@ -77,10 +92,38 @@ def normalize_offer(name: str, value: Any) -> dict:
         if kind == "json" and not isinstance(content, (dict, list)):
             raise OfferError(f"{name}.options[{i}].content must be an object for type json")
         item = {"type": kind, "content": copy.deepcopy(content)}
-        if "responseTokens" in option:
+        if option.get("responseTokens") is not None:
+            # An object: served as given; true: the default set (target_metrics.default_response_tokens);
+            # false: none, whatever the offer says.
             item["responseTokens"] = copy.deepcopy(option["responseTokens"])
         clean.append(item)
-    return {"options": clean}
+    offer: dict[str, Any] = {"options": clean}
+    click = _click_metric(name, declared.get("clickMetric"))
+    if click is not None:
+        offer["clickMetric"] = click
+    tokens = declared.get("responseTokens")
+    if tokens is not None and not isinstance(tokens, bool):
+        raise OfferError(f"responseTokens of the offer for {name!r} must be a boolean (true: the default set "
+                         "for every option without its own)")
+    if tokens:
+        offer["responseTokens"] = True
+    return offer
+
+
+def _click_metric(name: str, value: Any) -> Any:
+    """`true` (a click token made by the simulator), an explicit token (`"..."` or `{"eventToken": "..."}`),
+    or nothing (None, false)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return True
+    if isinstance(value, str):
+        value = {"eventToken": value}
+    if isinstance(value, dict) and set(value) == {"eventToken"} and isinstance(value["eventToken"], str) \
+            and value["eventToken"].strip():
+        return {"eventToken": value["eventToken"]}
+    raise OfferError(f"clickMetric of the offer for {name!r} must be true, false, a click token string or "
+                     "{'eventToken': '<token>'}")
 
 
 def normalize_offers(document: Any) -> dict[str, dict]:
@@ -103,56 +146,102 @@ def mbox_state(mbox: str, offer: dict | None) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def rendered_options(name: str, offer: dict | None) -> list[dict]:
+def rendered_options(name: str, offer: dict | None, preview: bool = False) -> list[dict]:
     options = []
+    defaults = bool((offer or {}).get("responseTokens"))
     for i, option in enumerate((offer or {}).get("options", [])):
         item = {"type": option["type"], "content": copy.deepcopy(option["content"]),
                 "eventToken": event_token(name, i, option)}
-        if "responseTokens" in option:
-            item["responseTokens"] = copy.deepcopy(option["responseTokens"])
+        tokens = option.get("responseTokens", defaults)
+        if tokens is True:
+            item["responseTokens"] = metrics.default_response_tokens(name, i, preview)
+        elif tokens is not False:
+            item["responseTokens"] = copy.deepcopy(tokens)
         options.append(item)
     return options
 
 
+def describe_offer(name: str, offer: dict | None, preview: bool = False) -> dict:
+    """An offer as control shows it: what a prefetch of the mbox gets (without A4T payloads)."""
+    described = {"options": rendered_options(name, offer, preview), "state": mbox_state(name, offer)}
+    click = metrics.click_metrics(name, offer, a4t=False)
+    if click:
+        described["metrics"] = click
+    return described
+
+
 def offer_problems(specs, offers: dict[str, dict]) -> list[str]:
-    """Options that would not be valid Target `Option` objects in a response (empty when validating is off)."""
-    ref = specs.file_ref("delivery/components/Option.yaml#/Option")
+    """Options and metrics that would not be valid Target objects in a response (empty when validating is off)."""
+    option_ref = specs.file_ref("delivery/components/Option.yaml#/Option")
+    metric_ref = specs.file_ref("delivery/components/Metric.yaml#/Metric")
     problems = []
     for name, offer in offers.items():
         for i, option in enumerate(rendered_options(name, offer)):
-            problems += [f"{name}.options[{i}] is not a valid Target Option: {p}" for p in specs.validate(ref, option)]
+            problems += [f"{name}.options[{i}] is not a valid Target Option: {p}"
+                         for p in specs.validate(option_ref, option)]
+        for metric in metrics.click_metrics(name, offer, a4t=True):
+            problems += [f"{name}.clickMetric is not a valid Target Metric: {p}"
+                         for p in specs.validate(metric_ref, metric)]
     return problems
 
 
 class TargetState:
     def __init__(self, offers: dict[str, dict]):
         self.lock = threading.RLock()
-        self.offers = copy.deepcopy(offers)
+        self.offers = copy.deepcopy(offers)  # the default workspace: requests without property.token
+        self.workspaces: dict[str, dict[str, dict]] = {}  # property token -> offers
+        self.previews: dict[str, dict[str, dict]] = {}  # QA mode token -> preview offers
+        self.trace_token: str | None = None
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []
         self.issued_tokens: dict[str, set[str]] = {}
+        self.issued_click_tokens: dict[str, set[str]] = {}
         self.issued_states: dict[str, set[str]] = {}
         self.revoked_tokens: set[str] = set()
+        self.visitors: deque[dict] = deque(maxlen=visitors.VISITOR_LOG_SIZE)
         self.max_age_ms = NOTIFICATION_MAX_AGE_MS
         self.max_future_ms = NOTIFICATION_MAX_FUTURE_MS
         self.refused_requests = 0
+        self.qa_refusals = 0
 
-    def describe_offers(self) -> dict:
+    def workspace(self, property_token: str | None) -> dict[str, dict]:
+        """The offers of a workspace (the default one for None); an unknown token's is empty."""
+        return self.offers if property_token is None else self.workspaces.get(property_token, {})
+
+    def describe_offers(self, property_token: str | None = None) -> dict:
         with self.lock:
-            return {name: {"options": rendered_options(name, offer), "state": mbox_state(name, offer)}
-                    for name, offer in self.offers.items()}
+            return {name: describe_offer(name, offer) for name, offer in self.workspace(property_token).items()}
 
-    def issue(self, name: str, options: list[dict], state: str | None) -> None:
+    def offer_sets(self) -> list[tuple[dict[str, dict], bool]]:
+        """Every set of offers a request can be answered from: (offers, preview)."""
+        return [(self.offers, False), *((o, False) for o in self.workspaces.values()),
+                *((o, True) for o in self.previews.values())]
+
+    def issue(self, name: str, options: list[dict], state: str | None, click: list[dict]) -> None:
         tokens = self.issued_tokens.setdefault(name, set())
         tokens.update(o["eventToken"] for o in options)
+        if click:
+            self.issued_click_tokens.setdefault(name, set()).update(m["eventToken"] for m in click)
         if state is not None:
             self.issued_states.setdefault(name, set()).add(state)
 
+    def click_tokens_for(self, name: str) -> set[str]:
+        """Every click token issued for mbox `name`, and those its current offers (any workspace or preview)
+        would issue."""
+        current = {metrics.click_token(name, offers.get(name)) for offers, _ in self.offer_sets()}
+        return set(self.issued_click_tokens.get(name, set())) | (current - {None})
+
     def tokens_for(self, name: str) -> set[str]:
-        """Every event token issued for mbox `name`, and those its current offer would issue."""
-        return set(self.issued_tokens.get(name, set())) | {
-            o["eventToken"] for o in rendered_options(name, self.offers.get(name))}
+        """Every event and click token issued for mbox `name`, and those its current offers would issue."""
+        current = {o["eventToken"] for offers, preview in self.offer_sets()
+                   for o in rendered_options(name, offers.get(name), preview)}
+        return set(self.issued_tokens.get(name, set())) | current | self.click_tokens_for(name)
+
+    def is_click_token(self, token: Any) -> bool:
+        """Whether `token` is a click token of some mbox (issued, or one a current offer would issue)."""
+        names = set(self.issued_click_tokens) | {n for offers, _ in self.offer_sets() for n in offers}
+        return any(token in self.click_tokens_for(name) for name in names)
 
     def notification_rules(self) -> dict:
         with self.lock:
@@ -160,8 +249,11 @@ class TargetState:
 
     def stats(self) -> dict:
         with self.lock:
+            clicks = sum(1 for n in self.notifications if n["type"] == "click")
             return {"prefetched": dict(self.prefetched), "executed": dict(self.executed),
-                    "notifications": len(self.notifications), "refusedRequests": self.refused_requests}
+                    "notifications": len(self.notifications), "clickNotifications": clicks,
+                    "displayNotifications": len(self.notifications) - clicks,
+                    "refusedRequests": self.refused_requests, "qaModeRefusals": self.qa_refusals}
 
 
 # request checks -------------------------------------------------------------------------------
@@ -226,12 +318,10 @@ def described_violations(body: dict) -> tuple[list[str], list[str]]:
     """Rules the spec states in prose ("Validation" sections): (errors, advisories)."""
     errors: list[str] = []
     advisories: list[str] = []
-    visitor = body.get("id")
-    if isinstance(visitor, dict):
-        tnt = visitor.get("tntId")
-        if isinstance(tnt, str) and not TNT_ID.match(tnt):
-            errors.append("$.id.tntId: must not contain '.' unless it delimits the location hint "
-                          "(VisitorId validation)")
+    for check in (visitors.visitor_violations, metrics.analytics_violations, workspaces.qa_mode_violations):
+        found, advised = check(body)
+        errors.extend(found)
+        advisories.extend(advised)
     execute = body.get("execute")
     if isinstance(execute, dict):
         _check_request_details(execute.get("pageLoad"), "$.execute.pageLoad", errors)
@@ -323,13 +413,23 @@ def _error(status: int, message: str) -> Response:
     return Response.json(status, {"status": status, "message": message})
 
 
-def _mbox_entries(state: TargetState, mboxes: Any, prefetch: bool) -> list[dict]:
+@dataclass
+class Delivery:
+    """What shapes every mbox answer of one request."""
+    scope: workspaces.Scope
+    a4t: bool  # experienceCloud.analytics.logging is client_side
+    visitor: dict  # the response's `id`
+    trace: dict | None  # the request part of each mbox trace; None: not traced
+
+
+def _mbox_entries(state: TargetState, delivery: Delivery, mboxes: Any, prefetch: bool) -> list[dict]:
     out = []
     for mbox in mboxes if isinstance(mboxes, list) else []:
         name = mbox.get("name")
-        offer = state.offers.get(name)
+        offer, preview = delivery.scope.lookup(name)
         entry: dict[str, Any] = {"index": mbox.get("index"), "name": name}
-        options = rendered_options(name, offer)
+        options = rendered_options(name, offer, preview)
+        click: list[dict] = []
         if prefetch:
             state.prefetched[name] += 1
             entry["state"] = mbox_state(name, offer)
@@ -337,7 +437,16 @@ def _mbox_entries(state: TargetState, mboxes: Any, prefetch: bool) -> list[dict]
             state.executed[name] += 1
         if options:
             entry["options"] = options
-        state.issue(name, options, entry.get("state"))
+            click = metrics.click_metrics(name, offer, delivery.a4t)
+            if click:
+                entry["metrics"] = click
+            if delivery.a4t:
+                entry["analytics"] = metrics.analytics(name, metrics.A4T_DISPLAY)
+        if delivery.trace is not None:
+            entry["trace"] = visitors.mbox_trace(mbox=mbox, kind="prefetch" if prefetch else "execute",
+                                                 request=delivery.trace, visitor=delivery.visitor, offer=offer,
+                                                 preview=preview, property_token=delivery.scope.property_token)
+        state.issue(name, options, entry.get("state"), click)
         out.append(entry)
     return out
 
@@ -348,7 +457,8 @@ def _record_notifications(state: TargetState, seq: int, notifications: list, now
         mbox = note.get("mbox") if isinstance(note.get("mbox"), dict) else {}
         name = mbox.get("name")
         tokens = note.get("tokens") or []
-        issued = state.issued_tokens.get(name, set()) if name is not None else set()
+        issued_tokens = state.issued_click_tokens if note.get("type") == "click" else state.issued_tokens
+        issued = issued_tokens.get(name, set()) if name is not None else set()
         record = {
             "seq": seq,
             "id": note.get("id"),
@@ -410,10 +520,27 @@ def _token_problem(state: TargetState, token: Any) -> str | None:
     return None
 
 
-def notification_problems(state: TargetState, notifications: Any, now: float) -> list[str]:
-    """Why Target would invalidate the whole request: any notification with a timestamp too far from the
-    server time, or a token it did not issue or no longer honours (Notification description)."""
+def _click_token_problem(state: TargetState, name: Any, token: Any) -> str | None:
+    """A click notification's token must be a click token issued for its mbox (or that the mbox's current
+    offer would issue: an agent replays its journal across simulator restarts)."""
+    if not isinstance(name, str):
+        return f"{json.dumps(token)[:60]} is not a click token: click metrics are issued for mboxes only"
+    if token in state.click_tokens_for(name):
+        return f"{token} is revoked" if token in state.revoked_tokens else None
+    shown = json.dumps(token)[:60]
+    if token in state.tokens_for(name):
+        return f"{shown} is a display token of mbox {name!r}, not its click token"
+    if state.is_click_token(token):
+        return f"{shown} is the click token of another mbox, not of {name!r}"
+    return f"{shown} is not a click token issued for mbox {name!r}"
+
+
+def notification_problems(state: TargetState, notifications: Any, now: float) -> tuple[list[str], list[str]]:
+    """(problems, advisories). Problems: why Target would invalidate the whole request, any notification with a
+    timestamp too far from the server time, or a token it did not issue or no longer honours (Notification
+    description); a click notification needs the click token issued for its mbox."""
     problems: list[str] = []
+    advisories: list[str] = []
     for i, note in enumerate(notifications if isinstance(notifications, list) else []):
         if not isinstance(note, dict):
             continue
@@ -422,11 +549,26 @@ def notification_problems(state: TargetState, notifications: Any, now: float) ->
         if problem:
             problems.append(f"notifications[{i}].timestamp: {problem}{named}")
         tokens = note.get("tokens")
-        for j, token in enumerate(tokens if isinstance(tokens, list) else []):
+        tokens = tokens if isinstance(tokens, list) else []
+        mbox = note.get("mbox")
+        name = mbox.get("name") if isinstance(mbox, dict) else None
+        if note.get("type") == "click":
+            if not tokens:
+                problems.append(f"notifications[{i}].tokens: a click notification must carry the click token of "
+                                f"its mbox (its metrics' eventToken){named}")
+            for j, token in enumerate(tokens):
+                problem = _click_token_problem(state, name, token)
+                if problem:
+                    problems.append(f"notifications[{i}].tokens[{j}]: {problem}{named}")
+            continue
+        for j, token in enumerate(tokens):
             problem = _token_problem(state, token)
             if problem:
                 problems.append(f"notifications[{i}].tokens[{j}]: {problem}{named}")
-    return problems
+            elif state.is_click_token(token):
+                advisories.append(f"advisory: $.notifications[{i}].tokens[{j}]: a click token in a "
+                                  f"{note.get('type')} notification{named}")
+    return problems, advisories
 
 
 def _invalid_request(problems: list[str], note: str | None = None) -> Response:
@@ -449,27 +591,49 @@ def handle_delivery(sim, req: Request, params: dict, seq: int) -> Outcome:
     state: TargetState = sim.target
     with state.lock:
         # Checked and carried out under one hold of the lock: a refused request changes nothing.
-        problems = notification_problems(state, body.get("notifications"), sim.clock.now_ms())
+        # Not contract violations: the request is well formed, Target's state or clock refuses it.
+        scope, scoped = workspaces.resolve(state, body)
+        advisories += scoped
+        if scope is None:
+            state.qa_refusals += 1
+            response = _error(400, workspaces.INVALID_QA_TOKEN)
+            response.note = f"refused: {workspaces.INVALID_QA_TOKEN} (no preview registered for this token)"
+            return Outcome(response, advisories)
+        problems, advised = notification_problems(state, body.get("notifications"), sim.clock.now_ms())
+        advisories += advised
         if problems:
             state.refused_requests += 1
-            # Not a contract violation: the request is well formed, Target's state or clock refuses it.
             return Outcome(_invalid_request(problems, note=f"refused: {problems[0]}"), advisories)
-        return _deliver(sim, state, req, body, seq, advisories)
+        return _deliver(sim, state, req, body, seq, scope, advisories)
 
 
-def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, advisories: list[str]) -> Outcome:
+def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, scope: workspaces.Scope,
+             advisories: list[str]) -> Outcome:
     """The request carried out (the caller holds `state.lock`)."""
+    client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
+    session = _first(req.query.get("sessionId"))
+    visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
     context = body.get("context", {})
     if isinstance(context, dict) and context.get("beacon") is True:
+        state.visitors.append(visitors.visitor_record(seq, session, body, {}, scope.property_token))
         return Outcome(Response.empty(204), advisories)
 
-    client = _first(req.query.get("client")) or _first(req.query.get("imsOrgId")) or "unknown"
-    visitor = copy.deepcopy(body.get("id")) if isinstance(body.get("id"), dict) else {}
     if not visitor.get("tntId"):
         visitor["tntId"] = f"{uuid.uuid4().hex}.{LOCATION_HINT}"
+    state.visitors.append(visitors.visitor_record(seq, session, body, visitor, scope.property_token))
+    request_id = body.get("requestId") or str(uuid.uuid4())
+    trace = None
+    problem = visitors.trace_problem(state, body)
+    if problem:
+        advisories.append(problem)
+    elif visitors.traced(state, body):
+        usage = body["trace"].get("usage")
+        trace = {"client": client, "sessionId": session, "requestId": request_id,
+                 "qaMode": scope.qa_token is not None, "usage": usage if isinstance(usage, dict) else {}}
+    delivery = Delivery(scope, metrics.client_side_logging(body), visitor, trace)
     document: dict[str, Any] = {
         "status": 200,
-        "requestId": body.get("requestId") or str(uuid.uuid4()),
+        "requestId": request_id,
         "client": client,
         "id": visitor,
     }
@@ -481,7 +645,7 @@ def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, adviso
         if "pageLoad" in execute:
             out["pageLoad"] = {}
         if "mboxes" in execute:
-            out["mboxes"] = _mbox_entries(state, execute["mboxes"], prefetch=False)
+            out["mboxes"] = _mbox_entries(state, delivery, execute["mboxes"], prefetch=False)
         document["execute"] = out
     prefetch = body.get("prefetch")
     if isinstance(prefetch, dict):
@@ -491,7 +655,7 @@ def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, adviso
         if "pageLoad" in prefetch:
             out["pageLoad"] = {}
         if "mboxes" in prefetch:
-            out["mboxes"] = _mbox_entries(state, prefetch["mboxes"], prefetch=True)
+            out["mboxes"] = _mbox_entries(state, delivery, prefetch["mboxes"], prefetch=True)
         document["prefetch"] = out
     if isinstance(body.get("notifications"), list):
         document["notifications"] = _record_notifications(state, seq, body["notifications"],

@@ -181,9 +181,13 @@ def test_notifications_are_acknowledged_by_id_and_recorded(sim):
 
 
 def test_prefetch_execute_and_notifications_in_one_call(sim):
+    # A click notification carries the click token of its mbox's offer (see test_sim_target_parity.py).
+    hero = sim.put("/_sim/target/offers/hero", json={"type": "html", "content": "<p>hero</p>", "clickMetric": True})
+    click = hero.json()["offers"]["hero"]["metrics"][0]["eventToken"]
     body = prefetch_request("logo")
     body["execute"] = {"mboxes": [{"index": 1, "name": "buttonColor"}]}
-    body["notifications"] = [{"id": "n-1", "type": "click", "timestamp": epoch_ms(), "mbox": {"name": "hero"}}]
+    body["notifications"] = [{"id": "n-1", "type": "click", "timestamp": epoch_ms(), "mbox": {"name": "hero"},
+                              "tokens": [click]}]
     document = sim.post(delivery_url(), json=body).json()
     assert document["prefetch"]["mboxes"][0]["name"] == "logo"
     assert document["execute"]["mboxes"][0]["options"][0]["content"] == {"color": "blue"}

@@ -1,0 +1,110 @@
+"""Control of Target's workspaces, QA mode previews, trace token and visitors log (`/_sim/target/...`)."""
+
+from __future__ import annotations
+
+from preflight_sim import target
+from preflight_sim.control import ControlError, _known_fields, _object, _ok, _validated_offers
+from preflight_sim.exchange import Request, Response
+
+
+def get_workspaces(sim, req: Request, m) -> Response:
+    """Every workspace and its mboxes: the default one (propertyToken null) first."""
+    state = sim.target
+    with state.lock:
+        listed = [{"propertyToken": None, "mboxes": list(state.offers)}]
+        listed += [{"propertyToken": token, "mboxes": list(offers)} for token, offers in state.workspaces.items()]
+    return _ok({"workspaces": listed})
+
+
+# QA mode previews -----------------------------------------------------------------------------
+
+def _previews(state) -> Response:
+    with state.lock:
+        return _ok({"previews": [{"token": token, "offers": {name: target.describe_offer(name, offer, preview=True)
+                                                             for name, offer in offers.items()}}
+                                 for token, offers in state.previews.items()]})
+
+
+def get_preview(sim, req: Request, m) -> Response:
+    return _previews(sim.target)
+
+
+def put_preview(sim, req: Request, m) -> Response:
+    """Registers (or replaces) the preview offers a request with `qaMode.token` equal to `token` is answered from."""
+    doc = _object(req)
+    _known_fields(doc, ("token", "offers"), "preview")
+    token = doc.get("token")
+    if not isinstance(token, str) or not token:
+        raise ControlError(400, "token must be a non-empty string (the qaMode.token requests will send)")
+    if "offers" not in doc:
+        raise ControlError(400, "offers is required: an offers document, as PUT /_sim/target/offers takes")
+    try:
+        offers = target.normalize_offers(doc["offers"])
+    except target.OfferError as exc:
+        raise ControlError(400, str(exc)) from None
+    _validated_offers(sim, offers)
+    with sim.target.lock:
+        sim.target.previews[token] = offers
+    return _previews(sim.target)
+
+
+def delete_preview(sim, req: Request, m) -> Response:
+    """Every preview forgotten, or only `?token=`'s (404 when it is not registered)."""
+    token = req.query.get("token")
+    state = sim.target
+    with state.lock:
+        if token is None:
+            cleared = len(state.previews)
+            state.previews = {}
+        elif isinstance(token, str) and token in state.previews:
+            del state.previews[token]
+            cleared = 1
+        else:
+            raise ControlError(404, f"no preview registered for token {token!r}")
+    return _ok({"cleared": cleared})
+
+
+# trace ----------------------------------------------------------------------------------------
+
+def get_trace_token(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        return _ok({"token": sim.target.trace_token})
+
+
+def put_trace_token(sim, req: Request, m) -> Response:
+    """The `trace.authorizationToken` Target accepts (null: none, no request is traced)."""
+    doc = _object(req)
+    _known_fields(doc, ("token",), "traceToken")
+    if "token" not in doc:
+        raise ControlError(400, "token is required: a non-empty string, or null (no trace for anyone)")
+    token = doc["token"]
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ControlError(400, "token must be a non-empty string or null")
+    with sim.target.lock:
+        sim.target.trace_token = token
+    return _ok({"token": token})
+
+
+def delete_trace_token(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        sim.target.trace_token = None
+    return _ok({"token": None})
+
+
+# visitors -------------------------------------------------------------------------------------
+
+def get_visitors(sim, req: Request, m) -> Response:
+    with sim.target.lock:
+        return _ok({"requests": [dict(v) for v in sim.target.visitors]})
+
+
+ROUTES = [
+    ("GET", r"/_sim/target/workspaces", get_workspaces),
+    ("GET", r"/_sim/target/preview", get_preview),
+    ("PUT", r"/_sim/target/preview", put_preview),
+    ("DELETE", r"/_sim/target/preview", delete_preview),
+    ("GET", r"/_sim/target/traceToken", get_trace_token),
+    ("PUT", r"/_sim/target/traceToken", put_trace_token),
+    ("DELETE", r"/_sim/target/traceToken", delete_trace_token),
+    ("GET", r"/_sim/target/visitors", get_visitors),
+]
