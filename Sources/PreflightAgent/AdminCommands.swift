@@ -80,7 +80,8 @@ extension CommandDispatcher {
             return .success(pass.clear(requestor: requestor, registration: registration).json)
         case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize, .checkAuthentication,
             .getAuthentication, .cancelAuthentication, .getAuthorization, .checkAuthorization, .logout, .getMetadata,
-            .getSelectedProvider, .setSelectedProvider:
+            .getSelectedProvider, .setSelectedProvider, .getThirdPartyId, .setThirdPartyId, .getTntId, .setTntId,
+            .getSessionId, .setSessionId, .resetExperience:
             throw .internalError("\(command.wireName) has no argument reader in AppCommand")
         }
     }
@@ -239,6 +240,7 @@ extension CommandDispatcher {
             "sessionAgeMs": .integer(milliseconds(visitor.sessionAge)),
             "tntId": visitor.tntId.map { .string($0) } ?? .null,
             "edgeHost": visitor.edgeHost.map { .string($0) } ?? .null,
+            "thirdPartyId": visitor.thirdPartyId.map { .string($0) } ?? .null,
         ]
     }
 

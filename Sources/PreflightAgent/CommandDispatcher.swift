@@ -255,6 +255,35 @@ public struct CommandDispatcher: RequestHandler {
             return .later { .success(await pass.preauthorize(command).json) }
         case .entitlement(let command):
             return entitle(command)
+        case .visitor(let command):
+            return identify(command)
+        }
+    }
+
+    /// The visitor commands: answered here from the visitor's state, except `resetExperience`, which first
+    /// sends the old visitor's queued notifications.
+    private func identify(_ command: VisitorCommand) -> Outcome {
+        let visitor = target.visitor
+        func id(_ key: String, _ value: String?) -> Outcome { .success([key: value.map { .string($0) } ?? .null]) }
+        switch command {
+        case .getThirdPartyId:
+            return id("thirdPartyId", visitor.current.thirdPartyId)
+        case .setThirdPartyId(let thirdPartyId):
+            visitor.setThirdPartyId(thirdPartyId)
+            return id("thirdPartyId", thirdPartyId)
+        case .getTntId:
+            return id("tntId", visitor.current.tntId)
+        case .setTntId(let tntId):
+            visitor.setTntId(tntId)
+            return id("tntId", tntId)
+        case .getSessionId:
+            return id("sessionId", visitor.sessionId)
+        case .setSessionId(let sessionId):
+            visitor.setSessionId(sessionId)
+            return id("sessionId", sessionId)
+        case .resetExperience:
+            let target = self.target
+            return .later { .success(["cleared": .integer(Int64(await target.resetExperience()))]) }
         }
     }
 

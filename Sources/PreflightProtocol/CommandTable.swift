@@ -15,6 +15,13 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case prefetch
     case loadRequests
     case clearPrefetchCache
+    case getThirdPartyId
+    case setThirdPartyId
+    case getTntId
+    case setTntId
+    case getSessionId
+    case setSessionId
+    case resetExperience
     case preauthorize
     case checkAuthentication
     case getAuthentication
@@ -51,6 +58,26 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             )
         case .clearPrefetchCache:
             CommandDeclaration(.anyEndpoint, "empties the prefetch cache (targetPrefetchClearCache)")
+        case .getThirdPartyId:
+            CommandDeclaration(.anyEndpoint, "the box's Target third-party id (getThirdPartyId)")
+        case .setThirdPartyId:
+            CommandDeclaration(
+                .anyEndpoint,
+                "sets (or clears) the third-party id sent as `id.thirdPartyId`, kept across restarts"
+            )
+        case .getTntId:
+            CommandDeclaration(.anyEndpoint, "the Target visitor id Target gave this box (getTntId)")
+        case .setTntId:
+            CommandDeclaration(.anyEndpoint, "sets the Target visitor id, for an app that migrates a visitor")
+        case .getSessionId:
+            CommandDeclaration(.anyEndpoint, "the current Target session id (getSessionId)")
+        case .setSessionId:
+            CommandDeclaration(.anyEndpoint, "sets the Target session id, for a session shared with another channel")
+        case .resetExperience:
+            CommandDeclaration(
+                .anyEndpoint,
+                "a new Target visitor: ids, session, edge host and cached offers forgotten"
+            )
         case .preauthorize:
             CommandDeclaration(
                 .anyEndpoint,

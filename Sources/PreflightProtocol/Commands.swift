@@ -91,6 +91,7 @@ public enum AppCommand: Sendable, Hashable {
     case clearPrefetchCache
     case preauthorize(PreauthorizeCommand)
     case entitlement(EntitlementCommand)
+    case visitor(VisitorCommand)
 
     /// The command of the table this is.
     public var command: Command {
@@ -101,6 +102,7 @@ public enum AppCommand: Sendable, Hashable {
         case .clearPrefetchCache: .clearPrefetchCache
         case .preauthorize: .preauthorize
         case .entitlement(let command): command.command
+        case .visitor(let command): command.command
         }
     }
 
@@ -124,7 +126,9 @@ public enum AppCommand: Sendable, Hashable {
         case .loadRequests: return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
         case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
-        default: return try EntitlementCommand.decode(command, args).map { .entitlement($0) }
+        default:
+            if let visitor = try VisitorCommand.decode(command, args) { return .visitor(visitor) }
+            return try EntitlementCommand.decode(command, args).map { .entitlement($0) }
         }
     }
 }

@@ -7,6 +7,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case agentReloaded = "agent.reloaded"
     case offersPrefetched = "offers.prefetched"
     case offersCleared = "offers.cleared"
+    case targetReset = "target.reset"
     case upstreamError = "upstream.error"
     case upstreamDown = "upstream.down"
     case upstreamUp = "upstream.up"
@@ -28,6 +29,8 @@ public enum EventTopic: String, CaseIterable, Sendable {
         case .agentReloaded: ("`applied`, `error`", "after SIGHUP: whether the new configuration applies")
         case .offersPrefetched: ("`mboxes`, `cached`, `evicted`", "a `prefetch` Target answered")
         case .offersCleared: ("`cleared`, `name` when one entry was cleared", "the prefetch cache was emptied")
+        case .targetReset:
+            ("`cleared` (cached offers dropped), `by` (the command)", "a new Target visitor began (`resetExperience`)")
         case .upstreamError:
             ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")
         case .upstreamDown:

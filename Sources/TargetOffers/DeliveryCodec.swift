@@ -39,9 +39,10 @@ public struct DeliveryCodec: Sendable {
     ) -> HTTPRequest {
         var body: JSONObject = ["requestId": .string(RandomUUID.make())]
         body["context"] = .object(context(timeOffsetInMinutes: timeOffsetInMinutes))
-        if let tntId = visitor.tntId {
-            body["id"] = ["tntId": .string(tntId)]
-        }
+        var id = JSONObject()
+        if let tntId = visitor.tntId { id["tntId"] = .string(tntId) }
+        if let thirdPartyId = visitor.thirdPartyId { id["thirdPartyId"] = .string(thirdPartyId) }
+        if !id.isEmpty { body["id"] = .object(id) }
         if configuration.environmentId != 0 {
             body["environmentId"] = .integer(configuration.environmentId)
         }

@@ -289,3 +289,28 @@ public final class TargetService: Sendable {
         return cleared
     }
 }
+
+extension TargetService {
+    // MARK: visitor
+
+    /// `resetExperience` (AEP's): a new Target visitor. Display notifications already queued are sent
+    /// first, under the old visitor they belong to (one bounded flush; what Target does not confirm stays
+    /// queued and goes later, under the new identity). Then tntId, thirdPartyId, session and edge host are
+    /// forgotten, as AEP does, and, unlike AEP, the cached offers too: they were decided for the old
+    /// visitor (a box handed to a new household must not show or count them). Returns how many cached
+    /// offers were dropped.
+    public func resetExperience() async -> Int {
+        let sent = await flushNotifications()
+        let left = notifications.summary.pending
+        visitor.reset()
+        let cleared = cache.clear(name: nil)
+        publish(.targetReset, ["cleared": .integer(Int64(cleared)), "by": "resetExperience"])
+        logger.notice(
+            "Target visitor reset: new tntId, thirdPartyId, session and edge host; cached offers dropped",
+            metadata: [
+                "cachedOffersDropped": "\(cleared)", "notificationsSent": "\(sent)", "notificationsLeft": "\(left)",
+            ]
+        )
+        return cleared
+    }
+}

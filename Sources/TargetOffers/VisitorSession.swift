@@ -1,4 +1,5 @@
 import PreflightCore
+import PreflightProtocol
 import StateFiles
 import Synchronization
 
@@ -8,9 +9,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The Target visitor as the SDKs keep it: a session id renewed after inactivity, and the `tntId` and
-/// `edgeHost` Target hands out. The `tntId` is kept in the state directory so the box stays the same
-/// visitor across restarts.
+/// The Target visitor as the SDKs keep it: a session id renewed after inactivity, the `tntId` and
+/// `edgeHost` Target hands out, and the `thirdPartyId` an app sets. The ids are kept in the state
+/// directory (`target-visitor.json`) so the box stays the same visitor across restarts.
 public final class VisitorSession: Sendable {
     private struct State: Sendable {
         var sessionId: String
@@ -18,18 +19,48 @@ public final class VisitorSession: Sendable {
         var sessionStarted: ContinuousClock.Instant
         var tntId: String?
         var edgeHost: String?
+        var thirdPartyId: String?
+
+        /// A new session id (and no edge host) when the last request is older than `limit`.
+        mutating func renewIfIdle(now: ContinuousClock.Instant, limit: Duration) {
+            guard let last = lastUsed, now - last > limit else { return }
+            sessionId = RandomUUID.make()
+            edgeHost = nil
+            sessionStarted = now
+            lastUsed = nil
+        }
+
+        func snapshot(now: ContinuousClock.Instant) -> Snapshot {
+            Snapshot(
+                sessionId: sessionId,
+                tntId: tntId,
+                edgeHost: edgeHost,
+                thirdPartyId: thirdPartyId,
+                sessionAge: now - sessionStarted
+            )
+        }
+
+        /// What `target-visitor.json` keeps.
+        var stored: JSONObject {
+            var object = JSONObject()
+            if let tntId { object["tntId"] = .string(tntId) }
+            if let thirdPartyId { object["thirdPartyId"] = .string(thirdPartyId) }
+            return object
+        }
     }
 
     private let state: Mutex<State>
     private let timeout: Mutex<Duration>
     private let clock: any AgentClock
     private let file: StateFile?
+    private let saving = Mutex(())
 
     /// What the next request should carry.
     public struct Snapshot: Sendable, Equatable {
         public var sessionId: String
         public var tntId: String?
         public var edgeHost: String?
+        public var thirdPartyId: String?
         public var sessionAge: Duration
     }
 
@@ -38,8 +69,14 @@ public final class VisitorSession: Sendable {
         self.file = stateFile
         self.timeout = Mutex(timeout)
         let stored = stateFile?.read()
-        let tntId = stored?["tntId"]?.stringValue
-        state = Mutex(State(sessionId: RandomUUID.make(), sessionStarted: clock.now(), tntId: tntId))
+        state = Mutex(
+            State(
+                sessionId: RandomUUID.make(),
+                sessionStarted: clock.now(),
+                tntId: stored?["tntId"]?.stringValue,
+                thirdPartyId: stored?["thirdPartyId"]?.stringValue
+            )
+        )
     }
 
     public func setTimeout(_ duration: Duration) {
@@ -52,32 +89,27 @@ public final class VisitorSession: Sendable {
         let now = clock.now()
         let limit = timeout.withLock { $0 }
         return state.withLock { state in
-            if let last = state.lastUsed, now - last > limit {
-                state.sessionId = RandomUUID.make()
-                state.edgeHost = nil
-                state.sessionStarted = now
-            }
+            state.renewIfIdle(now: now, limit: limit)
             state.lastUsed = now
-            return Snapshot(
-                sessionId: state.sessionId,
-                tntId: state.tntId,
-                edgeHost: state.edgeHost,
-                sessionAge: now - state.sessionStarted
-            )
+            return state.snapshot(now: now)
+        }
+    }
+
+    /// The session id the next request will carry: a new one when the session timed out (without
+    /// counting as a use of it), as AEP's `getSessionId` does.
+    public var sessionId: String {
+        let now = clock.now()
+        let limit = timeout.withLock { $0 }
+        return state.withLock { state in
+            state.renewIfIdle(now: now, limit: limit)
+            return state.sessionId
         }
     }
 
     /// The identity without touching the session (for status).
     public var current: Snapshot {
         let now = clock.now()
-        return state.withLock {
-            Snapshot(
-                sessionId: $0.sessionId,
-                tntId: $0.tntId,
-                edgeHost: $0.edgeHost,
-                sessionAge: now - $0.sessionStarted
-            )
-        }
+        return state.withLock { $0.snapshot(now: now) }
     }
 
     /// Forgets the edge host, keeping the session and the tntId: the next request goes to the configured
@@ -104,10 +136,51 @@ public final class VisitorSession: Sendable {
             state.tntId = tntId
             return tntId
         }
-        if let changedTntId {
-            file?.write(["tntId": .string(changedTntId)])
-        }
+        if changedTntId != nil { save() }
         return refused
+    }
+
+    // MARK: Set by apps (AEP's setThirdPartyId, setTntId, setSessionId, resetExperience)
+
+    /// Sets (nil: clears) the third-party id sent as `id.thirdPartyId`, and keeps it.
+    public func setThirdPartyId(_ thirdPartyId: String?) {
+        state.withLock { $0.thirdPartyId = thirdPartyId }
+        save()
+    }
+
+    /// Sets (nil: clears) the tntId, and keeps it. The edge host is forgotten: the next answer names the
+    /// one for this visitor. (AEP derives it from the tntId's location hint, `….35_0`; the agent does not,
+    /// because with `target.serverURL` set that host would replace the configured one.)
+    public func setTntId(_ tntId: String?) {
+        state.withLock { state in
+            state.tntId = tntId
+            state.edgeHost = nil
+        }
+        save()
+    }
+
+    /// Uses `sessionId` from now on, as a session that began now.
+    public func setSessionId(_ sessionId: String) {
+        let now = clock.now()
+        state.withLock { state in
+            state.sessionId = sessionId
+            state.sessionStarted = now
+            state.lastUsed = now
+        }
+    }
+
+    /// A new visitor: tntId and thirdPartyId cleared (and forgotten on disk), a new session, no edge host.
+    public func reset() {
+        let now = clock.now()
+        state.withLock { state in
+            state = State(sessionId: RandomUUID.make(), sessionStarted: now)
+        }
+        save()
+    }
+
+    /// Writes the ids. The snapshot is taken under the save lock, so the last write holds the latest ids.
+    private func save() {
+        saving.withLock { _ in file?.write(state.withLock { $0.stored }) }
     }
 
     /// A DNS name or an IPv4 address: dot-separated labels of letters, digits and inner hyphens, 1 to 63

@@ -46,7 +46,8 @@ struct PreflightCtl: ParsableCommand {
             """,
         version: preflightVersion,
         subcommands: [
-            Status.self, Ping.self, Stats.self, Offers.self, Auth.self, Notifications.self, Watch.self,
+            Status.self, Ping.self, Stats.self, Offers.self, TargetGroup.self, Auth.self, Notifications.self,
+            Watch.self,
             ConfigCommand.self, Call.self,
         ]
     )

@@ -41,6 +41,9 @@ import Foundation
             case .preauthorize: ["requestor": "r", "resources": ["a"]]
             case .getAuthorization, .checkAuthorization: ["requestor": "r", "resource": "a"]
             case .setSelectedProvider: ["requestor": "r", "mvpd": "m"]
+            case .setThirdPartyId: ["thirdPartyId": "t"]
+            case .setTntId: ["tntId": .null]
+            case .setSessionId: ["sessionId": "s"]
             case .checkAuthentication, .getAuthentication, .cancelAuthentication, .logout, .getMetadata,
                 .getSelectedProvider:
                 ["requestor": "r"]

@@ -160,6 +160,43 @@ let logger = Logger(label: "test")
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
 
+    @Test func idsAppsSetAreKeptAndResetForgetsThem() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = StateFile(path: "\(folder)/target-visitor.json", logger: logger)
+        let manual = ManualClock()
+        let session = VisitorSession(timeout: .seconds(1800), clock: manual, stateFile: file)
+        session.learn(tntId: "t.35_0", edgeHost: "mboxedge35.tt.omtrdc.net")
+        session.setThirdPartyId("household-42")
+        #expect(file.read() == ["tntId": "t.35_0", "thirdPartyId": "household-42"])
+        // A migrated tntId forgets the edge host: the next answer names the one for that visitor.
+        session.setTntId("migrated")
+        #expect(session.current.edgeHost == nil && session.current.tntId == "migrated")
+        session.setSessionId("web-session-1")
+        #expect(session.begin().sessionId == "web-session-1")
+        #expect(
+            VisitorSession(timeout: .seconds(1800), clock: manual, stateFile: file).current.thirdPartyId
+                == "household-42"
+        )
+        session.reset()
+        let fresh = session.current
+        #expect(fresh.tntId == nil && fresh.thirdPartyId == nil && fresh.edgeHost == nil)
+        #expect(fresh.sessionId != "web-session-1")
+        #expect(file.read() == [:])
+    }
+
+    @Test func theSessionIdAnAppReadsIsTheOneTheNextCallCarries() {
+        let manual = ManualClock()
+        let session = VisitorSession(timeout: .seconds(60), clock: manual, stateFile: nil)
+        let first = session.begin().sessionId
+        #expect(session.sessionId == first)
+        manual.advance(by: .seconds(61))
+        let renewed = session.sessionId
+        #expect(renewed != first)
+        // Reading it is not a use: the next call carries the same id, and only then is it used.
+        #expect(session.begin().sessionId == renewed)
+    }
+
     @Test func aCorruptStateFileIsMovedAsideNotFatal() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("visitor-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: folder) }

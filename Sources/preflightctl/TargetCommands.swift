@@ -1,0 +1,77 @@
+import ArgumentParser
+import PreflightProtocol
+
+struct TargetGroup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "target",
+        abstract: "The box's Target visitor: show its ids, or start a new visitor for a new household.",
+        subcommands: [TargetVisitor.self, TargetReset.self]
+    )
+}
+
+struct TargetVisitor: AgentCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "visitor",
+        abstract: "Show the Target visitor ids every app of the box shares (tntId, thirdPartyId, session id)."
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+    @OptionGroup var app: AppEndpointOptions
+
+    func run() throws {
+        let options = self.options
+        let endpoint = try options.appEndpoint(override: app.appEndpoint)
+        var result = JSONObject()
+        for (command, key) in [
+            (Command.getTntId, "tntId"), (.getThirdPartyId, "thirdPartyId"), (.getSessionId, "sessionId"),
+        ] {
+            result[key] = try options.call(command.wireName, endpoint: endpoint)[key] ?? .null
+        }
+        if options.json {
+            printJSON(.object(result))
+            return
+        }
+        printRows(result.map { ($0.key, $0.value == .null ? "-" : displayValue($0.value)) })
+    }
+}
+
+struct TargetReset: AgentCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset",
+        abstract: "Start a new Target visitor (resetExperience), e.g. for a box handed to a new household.",
+        discussion: """
+            Display notifications already queued are sent first, under the old visitor; then the tntId, the \
+            third-party id, the session and the edge host are forgotten, and the cached offers dropped. Every \
+            app of the box is affected; needs --yes.
+            """
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+    @OptionGroup var app: AppEndpointOptions
+
+    @Flag(name: .long, help: "Confirm the reset.")
+    var yes = false
+
+    func validate() throws {
+        if !yes {
+            throw ValidationError("a reset makes the box a new Target visitor for every app; add --yes to confirm")
+        }
+    }
+
+    func run() throws {
+        var options = self.options
+        // The agent first sends the queued notifications (within `target.timeout`).
+        options.timeout = options.timeout ?? 20
+        let result = try options.call(
+            Command.resetExperience.wireName,
+            endpoint: options.appEndpoint(override: app.appEndpoint)
+        )
+        if options.json {
+            printJSON(result)
+            return
+        }
+        print("New Target visitor: ids and session forgotten, \(counted(result["cleared"], "cached offer")) dropped.")
+    }
+}
