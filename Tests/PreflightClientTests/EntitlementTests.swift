@@ -287,7 +287,8 @@ private func read(_ text: String) throws -> JSONValue {
         var dumpedToken = ""
         dump(token, to: &dumpedToken)
         for shown in [
-            String(describing: response), String(reflecting: response), String(describing: Optional(token)), dumped, dumpedToken,
+            String(describing: response), String(reflecting: response), String(describing: Optional(token)), dumped,
+            dumpedToken,
         ] {
             #expect(!shown.contains(RealReplies.token), "\(shown)")
             #expect(shown.contains("…Pg=="), "\(shown)")
