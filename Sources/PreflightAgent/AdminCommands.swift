@@ -78,7 +78,8 @@ extension CommandDispatcher {
                 )
             }
             return .success(pass.clear(requestor: requestor, registration: registration).json)
-        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .preauthorize, .checkAuthentication,
+        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .clickedLocation, .preauthorize,
+            .checkAuthentication,
             .getAuthentication, .cancelAuthentication, .getAuthorization, .checkAuthorization, .logout, .getMetadata,
             .getSelectedProvider, .setSelectedProvider, .getThirdPartyId, .setThirdPartyId, .getTntId, .setTntId,
             .getSessionId, .setSessionId, .resetExperience:
@@ -190,6 +191,7 @@ extension CommandDispatcher {
                 "defaultsByReason": defaultsByReason(counters),
                 "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
                 "prefetchedMboxes": .integer(Int64(counters.prefetchedMboxes)),
+                "clicks": .integer(Int64(counters.clicks)),
             ],
             "notifications": notificationsResult(),
         ]

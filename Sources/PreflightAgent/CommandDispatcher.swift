@@ -257,6 +257,30 @@ public struct CommandDispatcher: RequestHandler {
             return entitle(command)
         case .visitor(let command):
             return identify(command)
+        case .clickedLocation(let command):
+            switch target.clickedLocation(command) {
+            case .success:
+                return .success(["queued": true, "name": .string(command.name)])
+            case .failure(.unknownMbox):
+                return .now(
+                    .failure(
+                        .invalidArgument(
+                            "name",
+                            "no offer for \"\(command.name)\" was prefetched or loaded from Target: nothing to click"
+                        )
+                    )
+                )
+            case .failure(.noClickMetric):
+                return .now(
+                    .failure(
+                        .invalidArgument(
+                            "name",
+                            "Target sent no click metric for \"\(command.name)\" (its activity has no click goal): "
+                                + "nothing was sent"
+                        )
+                    )
+                )
+            }
         }
     }
 

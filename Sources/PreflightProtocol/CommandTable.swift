@@ -15,6 +15,7 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case prefetch
     case loadRequests
     case clearPrefetchCache
+    case clickedLocation
     case getThirdPartyId
     case setThirdPartyId
     case getTntId
@@ -58,6 +59,11 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             )
         case .clearPrefetchCache:
             CommandDeclaration(.anyEndpoint, "empties the prefetch cache (targetPrefetchClearCache)")
+        case .clickedLocation:
+            CommandDeclaration(
+                .anyEndpoint,
+                "tells Target an offer was clicked (a click notification, queued and journaled)"
+            )
         case .getThirdPartyId:
             CommandDeclaration(.anyEndpoint, "the box's Target third-party id (getThirdPartyId)")
         case .setThirdPartyId:

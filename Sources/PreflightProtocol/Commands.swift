@@ -92,6 +92,7 @@ public enum AppCommand: Sendable, Hashable {
     case preauthorize(PreauthorizeCommand)
     case entitlement(EntitlementCommand)
     case visitor(VisitorCommand)
+    case clickedLocation(ClickedLocationCommand)
 
     /// The command of the table this is.
     public var command: Command {
@@ -103,6 +104,7 @@ public enum AppCommand: Sendable, Hashable {
         case .preauthorize: .preauthorize
         case .entitlement(let command): command.command
         case .visitor(let command): command.command
+        case .clickedLocation: .clickedLocation
         }
     }
 
@@ -126,6 +128,7 @@ public enum AppCommand: Sendable, Hashable {
         case .loadRequests: return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
         case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
+        case .clickedLocation: return .clickedLocation(try ClickedLocationCommand.decode(args))
         default:
             if let visitor = try VisitorCommand.decode(command, args) { return .visitor(visitor) }
             return try EntitlementCommand.decode(command, args).map { .entitlement($0) }

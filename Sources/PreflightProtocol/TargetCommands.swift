@@ -316,3 +316,26 @@ extension String {
         return String(self[first...last])
     }
 }
+
+/// `clickedLocation` arguments (AEP's `clickedLocation(name, targetParameters)`): the mbox clicked, with
+/// the parameters to send with the click.
+public struct ClickedLocationCommand: Sendable, Hashable {
+    public var name: String
+    public var targeting: MboxTargeting
+    public var profileParameters: [Parameter]
+
+    public init(name: String, targeting: MboxTargeting = MboxTargeting(), profileParameters: [Parameter] = []) {
+        self.name = name
+        self.targeting = targeting
+        self.profileParameters = profileParameters
+    }
+
+    /// `{name, mboxParameters?, productParameters?, orderParameters?, profileParameters?}`.
+    public static func decode(_ args: ArgumentReader) throws(ProtocolError) -> ClickedLocationCommand {
+        ClickedLocationCommand(
+            name: try readMboxName(args),
+            targeting: try MboxTargeting.decode(args),
+            profileParameters: try readParameters(args, "profileParameters")
+        )
+    }
+}

@@ -172,6 +172,8 @@ public struct DeliveryResponse: Sendable {
         public var name: String
         public var state: String?
         public var options: [OfferOption]
+        /// The event token of the mbox's click metric (`metrics`, type `click`), for `clickedLocation`.
+        public var clickToken: String?
     }
 
     public var tntId: String?
@@ -268,7 +270,15 @@ extension DeliveryResponse {
                     eventToken: option["eventToken"]?.stringValue
                 )
             }
-            return Mbox(name: name, state: mbox["state"]?.stringValue, options: options)
+            let click = (mbox["metrics"]?.arrayValue ?? []).first {
+                $0["type"]?.stringValue == "click" && !($0["eventToken"]?.stringValue ?? "").isEmpty
+            }
+            return Mbox(
+                name: name,
+                state: mbox["state"]?.stringValue,
+                options: options,
+                clickToken: click?["eventToken"]?.stringValue
+            )
         }
     }
 }

@@ -1,6 +1,6 @@
 import PreflightProtocol
 
-/// A display notification: Target learns that a prefetched mbox was shown.
+/// A notification for Target: a prefetched mbox was shown (`display`), or an offer was clicked (`click`).
 ///
 /// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
 /// later into a Delivery request as those bytes, never rebuilt as a tree.
@@ -14,7 +14,7 @@ public struct DisplayNotification: Sendable, Hashable {
     /// When it was displayed, on this run's monotonic clock; nil once replayed from the journal.
     public var displayedAt: ContinuousClock.Instant?
     /// The Delivery API `notifications` item, encoded:
-    /// `{id, type: "display", timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
+    /// `{id, type, timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
     public private(set) var encoded: [UInt8]
     /// Where the digits of `timestamp` are in `encoded`.
     private var timestampDigits: Range<Int>
@@ -27,16 +27,74 @@ public struct DisplayNotification: Sendable, Hashable {
         timestampMs: Int64,
         stampedByBoxClock: Bool = false
     ) -> DisplayNotification {
+        make(
+            type: "display",
+            mboxName: offer.name,
+            fragment: offer.notificationFragment,
+            targeting: targeting,
+            profileParameters: profileParameters,
+            timestampMs: timestampMs,
+            stampedByBoxClock: stampedByBoxClock
+        )
+    }
+
+    /// A click on `mbox`: its click metric's event token (`clickedLocation`).
+    public static func click(
+        mbox name: String,
+        state: String?,
+        token: String,
+        targeting: MboxTargeting,
+        profileParameters: [Parameter],
+        timestampMs: Int64,
+        stampedByBoxClock: Bool = false
+    ) -> DisplayNotification {
+        make(
+            type: "click",
+            mboxName: name,
+            fragment: fragment(mbox: name, state: state, tokens: [token]),
+            targeting: targeting,
+            profileParameters: profileParameters,
+            timestampMs: timestampMs,
+            stampedByBoxClock: stampedByBoxClock
+        )
+    }
+
+    /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a notification that depend only on the
+    /// mbox and its tokens.
+    static func fragment(mbox name: String, state: String?, tokens: [String]) -> [UInt8] {
+        var fragment = JSONWriter()
+        fragment.appendASCII("\"mbox\":{\"name\":")
+        fragment.writeString(name)
+        if let state {
+            fragment.appendASCII(",\"state\":")
+            fragment.writeString(state)
+        }
+        fragment.appendASCII("},\"tokens\":")
+        fragment.write(.array(tokens.map { .string($0) }))
+        return fragment.bytes
+    }
+
+    private static func make(
+        type: StaticString,
+        mboxName: String,
+        fragment: [UInt8],
+        targeting: MboxTargeting,
+        profileParameters: [Parameter],
+        timestampMs: Int64,
+        stampedByBoxClock: Bool
+    ) -> DisplayNotification {
         let id = RandomUUID.make()
-        var writer = JSONWriter(reservingCapacity: 96 + offer.notificationFragment.count)
+        var writer = JSONWriter(reservingCapacity: 96 + fragment.count)
         writer.appendASCII("{\"id\":\"")
         writer.appendASCII(id)  // hex digits and dashes: nothing to escape
-        writer.appendASCII("\",\"type\":\"display\",\"timestamp\":")
+        writer.appendASCII("\",\"type\":\"")
+        writer.appendASCII(type)
+        writer.appendASCII("\",\"timestamp\":")
         let digitsStart = writer.bytes.count
         writer.writeInteger(timestampMs)
         let digits = digitsStart..<writer.bytes.count
         writer.appendASCII(",")
-        writer.writeRaw(offer.notificationFragment)
+        writer.writeRaw(fragment)
         let targetingMembers = DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters)
         for member in targetingMembers {
             writer.appendASCII(",")
@@ -48,7 +106,7 @@ public struct DisplayNotification: Sendable, Hashable {
         return DisplayNotification(
             id: id,
             timestampMs: timestampMs,
-            mboxName: offer.name,
+            mboxName: mboxName,
             stampedByBoxClock: stampedByBoxClock,
             encoded: writer.bytes,
             timestampDigits: digits

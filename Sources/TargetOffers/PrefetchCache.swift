@@ -40,6 +40,8 @@ public final class CachedOffer: Sendable {
     public let name: String
     public let optionInfo: [OptionInfo]
     public let state: String?
+    /// The event token of Target's click metric for this mbox, when it sent one.
+    public let clickToken: String?
     /// This offer's element of a `loadRequests` result, ready to append to a reply:
     /// `{"name":…,"content":…,"source":"cache"}`, the content being the options' content
     /// concatenated in order and encoded as a JSON string. The only copy of the content.
@@ -57,9 +59,17 @@ public final class CachedOffer: Sendable {
     /// name, fixed overhead), for the cache budget.
     public let bytes: Int
 
-    public init(name: String, options: [OfferOption], state: String?, now: ContinuousClock.Instant, epochMs: Int64) {
+    public init(
+        name: String,
+        options: [OfferOption],
+        state: String?,
+        clickToken: String? = nil,
+        now: ContinuousClock.Instant,
+        epochMs: Int64
+    ) {
         self.name = name
         self.state = state
+        self.clickToken = clickToken
         let texts = options.map(\.contentText)
         self.optionInfo = zip(options, texts).map { option, text in
             let isJSON: Bool
@@ -76,22 +86,13 @@ public final class CachedOffer: Sendable {
         self.contentRange = writeLoadResultElement(&writer, name: name, content: content, source: "cache")
         self.loadResultElement = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
-        var fragment = JSONWriter()
-        fragment.appendASCII("\"mbox\":{\"name\":")
-        fragment.writeString(name)
-        if let state {
-            fragment.appendASCII(",\"state\":")
-            fragment.writeString(state)
-        }
-        fragment.appendASCII("},\"tokens\":")
-        fragment.write(.array(eventTokens.map { .string($0) }))
-        self.notificationFragment = fragment.bytes
+        self.notificationFragment = DisplayNotification.fragment(mbox: name, state: state, tokens: eventTokens)
         self.cachedAt = now
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
         self.bytes =
             loadResultElement.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
-            + name.utf8.count * 2 + 48 * optionInfo.count + 160
+            + name.utf8.count * 2 + 48 * optionInfo.count + 160 + (clickToken?.utf8.count ?? 0)
     }
 
     /// The event tokens of the options, in order.

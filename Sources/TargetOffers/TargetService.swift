@@ -19,6 +19,8 @@ public struct TargetCounters: Sendable, Equatable {
     public var defaultsByReason: [String: Int] = [:]
     public var prefetchCommands = 0
     public var prefetchedMboxes = 0
+    /// Click notifications queued by `clickedLocation`.
+    public var clicks = 0
     public var upstreamCalls = 0
     public var upstreamErrors = 0
     public var lastSuccessAtMs: Int64?
@@ -70,6 +72,8 @@ public final class TargetService: Sendable {
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
     /// by its age once the real time is known. Only displays before the first upstream response are here.
     let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Click metrics of mboxes loaded from Target, by name (`clickedLocation`).
+    let loadedClicks = Mutex<[String: LoadedClick]>([:])
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
@@ -163,13 +167,7 @@ public final class TargetService: Sendable {
                 timestampMs: stamp.epochMs,
                 stampedByBoxClock: stamp.byBoxClock
             )
-            if stamp.byBoxClock {
-                // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
-                // past the queue's capacity a display is stamped again by the offset instead.
-                let capacity = configuration.notificationQueueCapacity
-                boxClockDisplays.withLock { if $0.count < capacity { $0[notification.id] = now } }
-            }
-            notifications.enqueue(notification)
+            queue(notification, stampedByBoxClockAt: stamp.byBoxClock ? now : nil)
         }
         let misses = count - hits
         counterBox.withLock {
@@ -181,6 +179,18 @@ public final class TargetService: Sendable {
             return nil
         }
         return PendingLoad(command: command, answered: count > 1 ? offers.map { $0?.loadResultElement } : [nil])
+    }
+
+    /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
+    @inline(__always)
+    private func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: ContinuousClock.Instant?) {
+        if let now {
+            // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
+            // past the queue's capacity a display is stamped again by the offset instead.
+            let capacity = configuration.notificationQueueCapacity
+            boxClockDisplays.withLock { if $0.count < capacity { $0[notification.id] = now } }
+        }
+        notifications.enqueue(notification)
     }
 
     /// Fetches the misses of a load in one `execute` call (sharing calls already in flight for the
@@ -227,6 +237,7 @@ public final class TargetService: Sendable {
         let mboxes = keys.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
         switch await deliver(operation: "execute", prefetch: [], execute: mboxes, profile: profile) {
         case .success(let response):
+            rememberClicks(of: response.executed)
             var outcomes: [MissKey: MissOutcome] = [:]
             for key in keys {
                 if let mbox = response.executed.first(where: { $0.name == key.name }), !mbox.options.isEmpty {
@@ -255,7 +266,14 @@ public final class TargetService: Sendable {
             var evicted = 0
             for mbox in response.prefetched where !mbox.options.isEmpty {
                 evicted += cache.store(
-                    CachedOffer(name: mbox.name, options: mbox.options, state: mbox.state, now: now, epochMs: epoch)
+                    CachedOffer(
+                        name: mbox.name,
+                        options: mbox.options,
+                        state: mbox.state,
+                        clickToken: mbox.clickToken,
+                        now: now,
+                        epochMs: epoch
+                    )
                 )
                 cachedNames.insert(mbox.name)
             }
@@ -313,4 +331,69 @@ extension TargetService {
         )
         return cleared
     }
+}
+
+extension TargetService {
+    // MARK: clicks
+
+    /// Why `clickedLocation` sent nothing.
+    public enum ClickRefusal: Error, Sendable, Hashable {
+        /// Neither prefetched nor loaded from Target on this run.
+        case unknownMbox
+        /// Target sent no click metric for it.
+        case noClickMetric
+    }
+
+    /// The most network-loaded mboxes whose click metric is kept (AEP keeps them all; a box runs for months).
+    static let loadedClickCapacity = 1_000
+
+    /// Keeps the click metrics of mboxes loaded from Target (`execute`), for `clickedLocation`.
+    func rememberClicks(of mboxes: [DeliveryResponse.Mbox]) {
+        let clicks = mboxes.compactMap { mbox in
+            mbox.clickToken.map { (mbox.name, LoadedClick(state: mbox.state, token: $0)) }
+        }
+        guard !clicks.isEmpty else { return }
+        loadedClicks.withLock { kept in
+            for (name, click) in clicks {
+                if kept[name] == nil, kept.count >= Self.loadedClickCapacity, let any = kept.keys.first {
+                    kept[any] = nil
+                }
+                kept[name] = click
+            }
+        }
+    }
+
+    /// `clickedLocation` (AEP's): queues a click notification with the click metric's token Target sent for
+    /// the mbox (its prefetched offer first, else its last load from Target), journaled and sent as display
+    /// notifications are. Nothing is queued when there is no such metric.
+    public func clickedLocation(_ command: ClickedLocationCommand) -> Result<Void, ClickRefusal> {
+        let click: LoadedClick
+        if let offer = cache.peek(command.name) {
+            guard let token = offer.clickToken else { return .failure(.noClickMetric) }
+            click = LoadedClick(state: offer.state, token: token)
+        } else if let loaded = loadedClicks.withLock({ $0[command.name] }) {
+            click = loaded
+        } else {
+            return .failure(.unknownMbox)
+        }
+        let stamp = time.stampNow()
+        let notification = DisplayNotification.click(
+            mbox: command.name,
+            state: click.state,
+            token: click.token,
+            targeting: command.targeting,
+            profileParameters: command.profileParameters,
+            timestampMs: stamp.epochMs,
+            stampedByBoxClock: stamp.byBoxClock
+        )
+        queue(notification, stampedByBoxClockAt: stamp.byBoxClock ? stamp.now : nil)
+        counterBox.withLock { $0.clicks += 1 }
+        return .success(())
+    }
+}
+
+/// A network-loaded mbox's click metric.
+struct LoadedClick: Sendable, Hashable {
+    var state: String?
+    var token: String
 }

@@ -42,6 +42,7 @@ import Foundation
             case .getAuthorization, .checkAuthorization: ["requestor": "r", "resource": "a"]
             case .setSelectedProvider: ["requestor": "r", "mvpd": "m"]
             case .setThirdPartyId: ["thirdPartyId": "t"]
+            case .clickedLocation: ["name": "promo"]
             case .setTntId: ["tntId": .null]
             case .setSessionId: ["sessionId": "s"]
             case .checkAuthentication, .getAuthentication, .cancelAuthentication, .logout, .getMetadata,

@@ -566,3 +566,44 @@ let logger = Logger(label: "test")
         #expect(cache.hit("missing", now: .now) == nil)
     }
 }
+
+/// Click metrics: read from Target's answer, kept with the offer, and sent as a `click` notification.
+struct ClickMetricTests {
+    @Test func theClickTokenIsReadFromTheMboxMetrics() throws {
+        let body: JSONValue = [
+            "prefetch": [
+                "mboxes": [
+                    [
+                        "name": "promo", "state": "s1",
+                        "options": [["type": "html", "content": "<p>x</p>", "eventToken": "display-token"]],
+                        "metrics": [
+                            ["type": "display", "eventToken": "not-this"],
+                            ["type": "click", "eventToken": "click-token"],
+                        ],
+                    ],
+                    ["name": "logo", "options": [["type": "html", "content": "<p>y</p>"]]],
+                ]
+            ]
+        ]
+        let response = try DeliveryResponse.decode(
+            HTTPResponse(status: 200, headers: [:], body: JSONWriter.encode(body))
+        )
+        #expect(response.prefetched.map(\.clickToken) == ["click-token", nil])
+    }
+
+    @Test func aClickNotificationCarriesTheClickTokenAndTheParameters() throws {
+        let click = DisplayNotification.click(
+            mbox: "promo",
+            state: "s1",
+            token: "click-token",
+            targeting: MboxTargeting(mboxParameters: [Parameter("placement", "home")]),
+            profileParameters: [],
+            timestampMs: 1_700_000_000_000
+        )
+        let item = try JSONReader.read(click.encoded)
+        #expect(item["type"] == "click" && item["timestamp"] == .integer(1_700_000_000_000))
+        #expect(item["mbox"] == ["name": "promo", "state": "s1"] && item["tokens"] == ["click-token"])
+        #expect(item["parameters"] == ["placement": "home"])
+        #expect(click.mboxName == "promo")
+    }
+}
