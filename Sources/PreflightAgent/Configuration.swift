@@ -67,6 +67,9 @@ public struct AgentConfiguration: Sendable, Equatable {
         /// `context.mobilePlatform.platformType`: `android` (default) or `ios`, the only values the
         /// Delivery API accepts.
         public var platformType = "android"
+        /// `experienceCloud.analytics.logging` sent to Target: `client_side` makes Target return the
+        /// Analytics for Target payloads (`withData`); `none` sends nothing (Target's default).
+        public var analyticsLogging = "none"
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
@@ -283,7 +286,7 @@ extension AgentConfiguration.Target {
     public var serviceConfiguration: TargetConfiguration {
         var device = DeviceDescription(userAgent: userAgent, applicationVersion: preflightVersion)
         device.platformType = platformType
-        return TargetConfiguration(
+        var configuration = TargetConfiguration(
             clientCode: clientCode,
             serverURL: serverURL,
             environmentId: environmentId,
@@ -296,6 +299,8 @@ extension AgentConfiguration.Target {
             notificationQueueCapacity: notificationQueueCapacity,
             device: device
         )
+        configuration.analyticsLogging = analyticsLogging == "none" ? nil : analyticsLogging
+        return configuration
     }
 }
 

@@ -255,6 +255,16 @@ extension AgentConfiguration {
             "`context.mobilePlatform.platformType` sent to Target (the only two values it accepts)",
             allowed: "`android` or `ios`"
         ),
+        ConfigurationKey(
+            .target,
+            "analyticsLogging",
+            \.target.analyticsLogging,
+            .oneOf(["none", "client_side", "server_side"]),
+            .applies,
+            "`experienceCloud.analytics.logging` sent to Target; `client_side` returns the Analytics for Target "
+                + "payloads that `loadRequests` with `withData` passes to apps",
+            allowed: "`none` (not sent), `client_side`, `server_side`"
+        ),
     ]
 
     private static let passKeys: [ConfigurationKey] = [

@@ -86,10 +86,14 @@ public struct LoadRequest: Sendable, Hashable {
 public struct LoadRequestsCommand: Sendable, Hashable {
     public var requests: [LoadRequest]
     public var profileParameters: [Parameter]
+    /// Each content entry also carries `data` (response tokens, Analytics for Target payloads): AEP's
+    /// `contentWithDataCallback`. Off by default, so the plain reply stays as small as it is.
+    public var withData: Bool
 
-    public init(requests: [LoadRequest], profileParameters: [Parameter] = []) {
+    public init(requests: [LoadRequest], profileParameters: [Parameter] = [], withData: Bool = false) {
         self.requests = requests
         self.profileParameters = profileParameters
+        self.withData = withData
     }
 }
 
@@ -135,7 +139,11 @@ extension LoadRequestsCommand {
                 LoadRequest(name: name, defaultContent: defaultContent, targeting: try MboxTargeting.decode(reader))
             )
         }
-        return LoadRequestsCommand(requests: requests, profileParameters: try readParameters(args, "profileParameters"))
+        return LoadRequestsCommand(
+            requests: requests,
+            profileParameters: try readParameters(args, "profileParameters"),
+            withData: try args.optionalBool("withData") ?? false
+        )
     }
 }
 

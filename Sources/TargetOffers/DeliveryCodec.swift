@@ -46,6 +46,9 @@ public struct DeliveryCodec: Sendable {
         if configuration.environmentId != 0 {
             body["environmentId"] = .integer(configuration.environmentId)
         }
+        if let logging = configuration.analyticsLogging {
+            body["experienceCloud"] = ["analytics": ["logging": .string(logging)]]
+        }
         if !configuration.propertyToken.isEmpty {
             body["property"] = ["token": .string(configuration.propertyToken)]
         }
@@ -174,6 +177,9 @@ public struct DeliveryResponse: Sendable {
         public var options: [OfferOption]
         /// The event token of the mbox's click metric (`metrics`, type `click`), for `clickedLocation`.
         public var clickToken: String?
+        /// What AEP's `contentWithDataCallback` gives: `responseTokens` (of the first option that has them),
+        /// `analyticsPayload` and `clickMetricAnalyticsPayload`, each present only when Target sent it.
+        public var data: JSONObject?
     }
 
     public var tntId: String?
@@ -273,11 +279,18 @@ extension DeliveryResponse {
             let click = (mbox["metrics"]?.arrayValue ?? []).first {
                 $0["type"]?.stringValue == "click" && !($0["eventToken"]?.stringValue ?? "").isEmpty
             }
+            var data = JSONObject()
+            if let tokens = (mbox["options"]?.arrayValue ?? []).lazy.compactMap({ $0["responseTokens"] }).first {
+                data["responseTokens"] = tokens
+            }
+            if let payload = mbox["analytics"]?["payload"] { data["analyticsPayload"] = payload }
+            if let payload = click?["analytics"]?["payload"] { data["clickMetricAnalyticsPayload"] = payload }
             return Mbox(
                 name: name,
                 state: mbox["state"]?.stringValue,
                 options: options,
-                clickToken: click?["eventToken"]?.stringValue
+                clickToken: click?["eventToken"]?.stringValue,
+                data: data.isEmpty ? nil : data
             )
         }
     }

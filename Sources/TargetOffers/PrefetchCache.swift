@@ -42,6 +42,9 @@ public final class CachedOffer: Sendable {
     public let state: String?
     /// The event token of Target's click metric for this mbox, when it sent one.
     public let clickToken: String?
+    /// `data` of a `withData` load: `{"responseTokens", "analyticsPayload", "clickMetricAnalyticsPayload"}`,
+    /// encoded once; nil when Target sent none of them.
+    let encodedData: [UInt8]?
     /// This offer's element of a `loadRequests` result, ready to append to a reply:
     /// `{"name":…,"content":…,"source":"cache"}`, the content being the options' content
     /// concatenated in order and encoded as a JSON string. The only copy of the content.
@@ -64,12 +67,14 @@ public final class CachedOffer: Sendable {
         options: [OfferOption],
         state: String?,
         clickToken: String? = nil,
+        data: JSONObject? = nil,
         now: ContinuousClock.Instant,
         epochMs: Int64
     ) {
         self.name = name
         self.state = state
         self.clickToken = clickToken
+        self.encodedData = data.map { JSONWriter.encode(.object($0)) }
         let texts = options.map(\.contentText)
         self.optionInfo = zip(options, texts).map { option, text in
             let isJSON: Bool
@@ -93,6 +98,7 @@ public final class CachedOffer: Sendable {
         self.bytes =
             loadResultElement.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
             + name.utf8.count * 2 + 48 * optionInfo.count + 160 + (clickToken?.utf8.count ?? 0)
+            + (encodedData?.count ?? 0)
     }
 
     /// The event tokens of the options, in order.
@@ -141,7 +147,8 @@ func writeLoadResultElement(
     _ writer: inout JSONWriter,
     name: String,
     content: String,
-    source: StaticString
+    source: StaticString,
+    data: JSONObject? = nil
 ) -> Range<Int> {
     writer.appendASCII("{\"name\":")
     writer.writeString(name)
@@ -151,8 +158,32 @@ func writeLoadResultElement(
     let range = start..<writer.bytes.count
     writer.appendASCII(",\"source\":\"")
     writer.appendASCII(source)
-    writer.appendASCII("\"}")
+    writer.appendASCII("\"")
+    if let data {
+        writer.appendASCII(",\"data\":")
+        writer.write(.object(data))
+    }
+    writer.appendASCII("}")
     return range
+}
+
+extension CachedOffer {
+    /// This offer's `loadRequests` element with its `data` (`withData`): the prepared element with a
+    /// `data` member spliced in before its closing brace, `{}` when Target sent none.
+    func writeLoadResultElementWithData(_ writer: inout JSONWriter) {
+        writer.writeRaw(Array(loadResultElement.dropLast()))
+        writer.appendASCII(",\"data\":")
+        writer.writeRaw(encodedData ?? Array("{}".utf8))
+        writer.appendASCII("}")
+    }
+
+    /// The element a load answered by this offer gets: with `data` or without.
+    func resultElement(withData: Bool) -> [UInt8] {
+        guard withData else { return loadResultElement }
+        var writer = JSONWriter(reservingCapacity: loadResultElement.count + (encodedData?.count ?? 2) + 9)
+        writeLoadResultElementWithData(&writer)
+        return writer.bytes
+    }
 }
 
 /// The prefetch cache: keyed by mbox name, shared by every app, bounded by a byte budget with the

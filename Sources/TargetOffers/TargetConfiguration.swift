@@ -22,6 +22,8 @@ public struct TargetConfiguration: Sendable, Equatable {
     public var notificationQueueCapacity: Int
     /// The box as Target's `context` describes it.
     public var device: DeviceDescription
+    /// `experienceCloud.analytics.logging` (`client_side`, `server_side`); nil sends none.
+    public var analyticsLogging: String?
 
     /// The Delivery API of an account when no server is configured: `https://{clientCode}.tt.omtrdc.net`.
     public static func defaultServerURL(clientCode: String) -> String {

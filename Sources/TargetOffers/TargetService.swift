@@ -52,7 +52,8 @@ public final class TargetService: Sendable {
     }
 
     private enum MissOutcome: Sendable {
-        case content(String)
+        /// The content, and the `data` of a `withData` load (nil when Target sent none).
+        case content(String, data: JSONObject?)
         case failed(reason: String)
     }
 
@@ -159,7 +160,11 @@ public final class TargetService: Sendable {
             guard let offer else { continue }
             if hits > 0 { reply.appendASCII(",") }
             hits += 1
-            reply.writeRaw(offer.loadResultElement)
+            if command.withData {
+                offer.writeLoadResultElementWithData(&reply)
+            } else {
+                reply.writeRaw(offer.loadResultElement)
+            }
             let notification = DisplayNotification.display(
                 of: offer,
                 targeting: request.targeting,
@@ -178,7 +183,10 @@ public final class TargetService: Sendable {
             reply.appendASCII("]}")
             return nil
         }
-        return PendingLoad(command: command, answered: count > 1 ? offers.map { $0?.loadResultElement } : [nil])
+        return PendingLoad(
+            command: command,
+            answered: count > 1 ? offers.map { $0?.resultElement(withData: command.withData) } : [nil]
+        )
     }
 
     /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
@@ -217,11 +225,23 @@ public final class TargetService: Sendable {
                 continue
             }
             switch keys[index].flatMap({ outcomes[$0] }) ?? .failed(reason: "network") {
-            case .content(let text):
-                writeLoadResultElement(&result, name: request.name, content: text, source: "network")
+            case .content(let text, let data):
+                writeLoadResultElement(
+                    &result,
+                    name: request.name,
+                    content: text,
+                    source: "network",
+                    data: command.withData ? data ?? [:] : nil
+                )
                 network += 1
             case .failed(let reason):
-                writeLoadResultElement(&result, name: request.name, content: request.defaultContent, source: "default")
+                writeLoadResultElement(
+                    &result,
+                    name: request.name,
+                    content: request.defaultContent,
+                    source: "default",
+                    data: command.withData ? [:] : nil
+                )
                 defaults[reason, default: 0] += 1
             }
         }
@@ -241,7 +261,7 @@ public final class TargetService: Sendable {
             var outcomes: [MissKey: MissOutcome] = [:]
             for key in keys {
                 if let mbox = response.executed.first(where: { $0.name == key.name }), !mbox.options.isEmpty {
-                    outcomes[key] = .content(mbox.options.map(\.contentText).joined())
+                    outcomes[key] = .content(mbox.options.map(\.contentText).joined(), data: mbox.data)
                 } else {
                     outcomes[key] = .failed(reason: "noContent")
                 }
@@ -271,6 +291,7 @@ public final class TargetService: Sendable {
                         options: mbox.options,
                         state: mbox.state,
                         clickToken: mbox.clickToken,
+                        data: mbox.data,
                         now: now,
                         epochMs: epoch
                     )
