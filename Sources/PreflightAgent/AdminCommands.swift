@@ -78,7 +78,8 @@ extension CommandDispatcher {
                 )
             }
             return .success(pass.clear(requestor: requestor, registration: registration).json)
-        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .clickedLocation, .preauthorize,
+        case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .clickedLocation, .displayedLocations,
+            .preauthorize,
             .checkAuthentication,
             .getAuthentication, .cancelAuthentication, .getAuthorization, .checkAuthorization, .logout, .getMetadata,
             .getSelectedProvider, .setSelectedProvider, .getThirdPartyId, .setThirdPartyId, .getTntId, .setTntId,

@@ -257,6 +257,12 @@ public struct CommandDispatcher: RequestHandler {
             return entitle(command)
         case .visitor(let command):
             return identify(command)
+        case .displayedLocations(let command):
+            let done = target.displayedLocations(command)
+            return .success([
+                "notified": .array(done.notified.map { .string($0) }),
+                "skipped": .array(done.skipped.map { .string($0) }),
+            ])
         case .clickedLocation(let command):
             switch target.clickedLocation(command) {
             case .success:

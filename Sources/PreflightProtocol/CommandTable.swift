@@ -16,6 +16,7 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case loadRequests
     case clearPrefetchCache
     case clickedLocation
+    case displayedLocations
     case getThirdPartyId
     case setThirdPartyId
     case getTntId
@@ -63,6 +64,11 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             CommandDeclaration(
                 .anyEndpoint,
                 "tells Target an offer was clicked (a click notification, queued and journaled)"
+            )
+        case .displayedLocations:
+            CommandDeclaration(
+                .anyEndpoint,
+                "tells Target the app now shows offers it loaded with `notifyDisplay: false`"
             )
         case .getThirdPartyId:
             CommandDeclaration(.anyEndpoint, "the box's Target third-party id (getThirdPartyId)")

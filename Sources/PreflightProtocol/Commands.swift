@@ -93,6 +93,7 @@ public enum AppCommand: Sendable, Hashable {
     case entitlement(EntitlementCommand)
     case visitor(VisitorCommand)
     case clickedLocation(ClickedLocationCommand)
+    case displayedLocations(DisplayedLocationsCommand)
 
     /// The command of the table this is.
     public var command: Command {
@@ -105,6 +106,7 @@ public enum AppCommand: Sendable, Hashable {
         case .entitlement(let command): command.command
         case .visitor(let command): command.command
         case .clickedLocation: .clickedLocation
+        case .displayedLocations: .displayedLocations
         }
     }
 
@@ -129,6 +131,8 @@ public enum AppCommand: Sendable, Hashable {
         case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
         case .clickedLocation: return .clickedLocation(try ClickedLocationCommand.decode(args))
+        case .displayedLocations:
+            return .displayedLocations(try DisplayedLocationsCommand.decode(args, maxMboxes: limits.maxMboxes))
         default:
             if let visitor = try VisitorCommand.decode(command, args) { return .visitor(visitor) }
             return try EntitlementCommand.decode(command, args).map { .entitlement($0) }

@@ -89,11 +89,20 @@ public struct LoadRequestsCommand: Sendable, Hashable {
     /// Each content entry also carries `data` (response tokens, Analytics for Target payloads): AEP's
     /// `contentWithDataCallback`. Off by default, so the plain reply stays as small as it is.
     public var withData: Bool
+    /// false: answers from the cache queue no display notification; the app sends it with
+    /// `displayedLocations` when it shows the offer (AEP's way). Loads from Target are counted by Target.
+    public var notifyDisplay: Bool
 
-    public init(requests: [LoadRequest], profileParameters: [Parameter] = [], withData: Bool = false) {
+    public init(
+        requests: [LoadRequest],
+        profileParameters: [Parameter] = [],
+        withData: Bool = false,
+        notifyDisplay: Bool = true
+    ) {
         self.requests = requests
         self.profileParameters = profileParameters
         self.withData = withData
+        self.notifyDisplay = notifyDisplay
     }
 }
 
@@ -142,7 +151,8 @@ extension LoadRequestsCommand {
         return LoadRequestsCommand(
             requests: requests,
             profileParameters: try readParameters(args, "profileParameters"),
-            withData: try args.optionalBool("withData") ?? false
+            withData: try args.optionalBool("withData") ?? false,
+            notifyDisplay: try args.optionalBool("notifyDisplay") ?? true
         )
     }
 }
@@ -344,6 +354,44 @@ public struct ClickedLocationCommand: Sendable, Hashable {
             name: try readMboxName(args),
             targeting: try MboxTargeting.decode(args),
             profileParameters: try readParameters(args, "profileParameters")
+        )
+    }
+}
+
+/// `displayedLocations` arguments (AEP's `displayedLocations(names, targetParameters)`): the mboxes the app
+/// now shows, with the parameters to send (else those of the load that deferred the notification).
+public struct DisplayedLocationsCommand: Sendable, Hashable {
+    public var names: [String]
+    /// nil: the parameters of the load.
+    public var targeting: MboxTargeting?
+    public var profileParameters: [Parameter]?
+
+    public init(names: [String], targeting: MboxTargeting? = nil, profileParameters: [Parameter]? = nil) {
+        self.names = names
+        self.targeting = targeting
+        self.profileParameters = profileParameters
+    }
+
+    /// `{names: [1 to maxMboxes names], mboxParameters?, productParameters?, orderParameters?, profileParameters?}`.
+    public static func decode(_ args: ArgumentReader, maxMboxes: Int) throws(ProtocolError) -> DisplayedLocationsCommand
+    {
+        let elements = try args.requiredArray("names")
+        try checkCount(elements, of: "names", at: args.fieldPath("names"), max: maxMboxes)
+        var names: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let name) = element, (1...TargetLimits.mboxNameLength).contains(name.scalarCount) else {
+                throw .invalidArgument(
+                    "\(args.fieldPath("names"))[\(index)]",
+                    "names must be mbox names of 1 to \(TargetLimits.mboxNameLength) characters"
+                )
+            }
+            names.append(name)
+        }
+        let targeted = args.has("mboxParameters") || args.has("productParameters") || args.has("orderParameters")
+        return DisplayedLocationsCommand(
+            names: names,
+            targeting: targeted ? try MboxTargeting.decode(args) : nil,
+            profileParameters: args.has("profileParameters") ? try readParameters(args, "profileParameters") : nil
         )
     }
 }

@@ -75,6 +75,8 @@ public final class TargetService: Sendable {
     let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
     /// Click metrics of mboxes loaded from Target, by name (`clickedLocation`).
     let loadedClicks = Mutex<[String: LoadedClick]>([:])
+    /// Cached offers loaded with `notifyDisplay: false`, by name, until `displayedLocations` counts them.
+    let deferredDisplays = Mutex<[String: DeferredDisplay]>([:])
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
@@ -165,6 +167,10 @@ public final class TargetService: Sendable {
             } else {
                 reply.writeRaw(offer.loadResultElement)
             }
+            guard command.notifyDisplay else {
+                deferDisplay(of: offer, targeting: request.targeting, profileParameters: command.profileParameters)
+                continue
+            }
             let notification = DisplayNotification.display(
                 of: offer,
                 targeting: request.targeting,
@@ -191,7 +197,7 @@ public final class TargetService: Sendable {
 
     /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
     @inline(__always)
-    private func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: ContinuousClock.Instant?) {
+    func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: ContinuousClock.Instant?) {
         if let now {
             // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
             // past the queue's capacity a display is stamped again by the offset instead.
@@ -417,4 +423,62 @@ extension TargetService {
 struct LoadedClick: Sendable, Hashable {
     var state: String?
     var token: String
+}
+
+extension TargetService {
+    // MARK: displays the app reports
+
+    /// What `displayedLocations` did with each name.
+    public struct DisplayedLocations: Sendable, Hashable {
+        /// Names whose display notification is now queued.
+        public var notified: [String] = []
+        /// Names with nothing to count: not loaded from the cache with `notifyDisplay: false` since their
+        /// last count (a default load already counted it, Target counted a load from Target, or the offer
+        /// was never loaded).
+        public var skipped: [String] = []
+    }
+
+    /// The most deferred displays kept; the oldest go first past it (their impressions are then lost, as
+    /// an app that never shows an offer loses it).
+    static let deferredDisplayCapacity = 1_000
+
+    func deferDisplay(of offer: CachedOffer, targeting: MboxTargeting, profileParameters: [Parameter]) {
+        let deferred = DeferredDisplay(offer: offer, targeting: targeting, profileParameters: profileParameters)
+        deferredDisplays.withLock { kept in
+            if kept[offer.name] == nil, kept.count >= Self.deferredDisplayCapacity, let any = kept.keys.first {
+                kept[any] = nil
+            }
+            kept[offer.name] = deferred
+        }
+    }
+
+    /// `displayedLocations` (AEP's): queues the display notification of each offer the app loaded from the
+    /// cache with `notifyDisplay: false`, once: a name counted is forgotten until it is loaded so again.
+    public func displayedLocations(_ command: DisplayedLocationsCommand) -> DisplayedLocations {
+        var result = DisplayedLocations()
+        let stamp = time.stampNow()
+        for name in command.names {
+            guard let deferred = deferredDisplays.withLock({ $0.removeValue(forKey: name) }) else {
+                result.skipped.append(name)
+                continue
+            }
+            let notification = DisplayNotification.display(
+                of: deferred.offer,
+                targeting: command.targeting ?? deferred.targeting,
+                profileParameters: command.profileParameters ?? deferred.profileParameters,
+                timestampMs: stamp.epochMs,
+                stampedByBoxClock: stamp.byBoxClock
+            )
+            queue(notification, stampedByBoxClockAt: stamp.byBoxClock ? stamp.now : nil)
+            result.notified.append(name)
+        }
+        return result
+    }
+}
+
+/// A cached offer the app loaded with `notifyDisplay: false`, waiting for `displayedLocations`.
+struct DeferredDisplay: Sendable {
+    var offer: CachedOffer
+    var targeting: MboxTargeting
+    var profileParameters: [Parameter]
 }

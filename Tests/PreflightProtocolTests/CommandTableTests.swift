@@ -43,6 +43,7 @@ import Foundation
             case .setSelectedProvider: ["requestor": "r", "mvpd": "m"]
             case .setThirdPartyId: ["thirdPartyId": "t"]
             case .clickedLocation: ["name": "promo"]
+            case .displayedLocations: ["names": ["promo"]]
             case .setTntId: ["tntId": .null]
             case .setSessionId: ["sessionId": "s"]
             case .checkAuthentication, .getAuthentication, .cancelAuthentication, .logout, .getMetadata,
