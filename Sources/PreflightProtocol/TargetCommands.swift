@@ -62,10 +62,13 @@ public struct PrefetchMbox: Sendable, Hashable {
 public struct PrefetchCommand: Sendable, Hashable {
     public var mboxes: [PrefetchMbox]
     public var profileParameters: [Parameter]
+    /// How long this app waits for Target (`timeout`); the configured `target.timeout` when nil or longer.
+    public var timeout: Duration?
 
-    public init(mboxes: [PrefetchMbox], profileParameters: [Parameter] = []) {
+    public init(mboxes: [PrefetchMbox], profileParameters: [Parameter] = [], timeout: Duration? = nil) {
         self.mboxes = mboxes
         self.profileParameters = profileParameters
+        self.timeout = timeout
     }
 }
 
@@ -92,23 +95,30 @@ public struct LoadRequestsCommand: Sendable, Hashable {
     /// false: answers from the cache queue no display notification; the app sends it with
     /// `displayedLocations` when it shows the offer (AEP's way). Loads from Target are counted by Target.
     public var notifyDisplay: Bool
+    /// How long this app waits for Target before its default content (`timeout`); the configured
+    /// `target.timeout` when nil or longer.
+    public var timeout: Duration?
 
     public init(
         requests: [LoadRequest],
         profileParameters: [Parameter] = [],
         withData: Bool = false,
-        notifyDisplay: Bool = true
+        notifyDisplay: Bool = true,
+        timeout: Duration? = nil
     ) {
         self.requests = requests
         self.profileParameters = profileParameters
         self.withData = withData
         self.notifyDisplay = notifyDisplay
+        self.timeout = timeout
     }
 }
 
 /// The bounds PROTOCOL.md sets on Target arguments.
 public enum TargetLimits {
     public static let mboxNameLength = 250
+    /// Longest per-request `timeout`, in seconds (the configured `target.timeout` bounds it further).
+    public static let longestTimeout = 60.0
     public static let parameterCount = 50
     public static let parameterNameLength = 128
     public static let parameterValueLength = 5000
@@ -130,7 +140,11 @@ extension PrefetchCommand {
         for reader in try args.objects(in: "mboxes", elements) {
             mboxes.append(PrefetchMbox(name: try readMboxName(reader), targeting: try MboxTargeting.decode(reader)))
         }
-        return PrefetchCommand(mboxes: mboxes, profileParameters: try readParameters(args, "profileParameters"))
+        return PrefetchCommand(
+            mboxes: mboxes,
+            profileParameters: try readParameters(args, "profileParameters"),
+            timeout: try readTimeout(args)
+        )
     }
 }
 
@@ -152,7 +166,8 @@ extension LoadRequestsCommand {
             requests: requests,
             profileParameters: try readParameters(args, "profileParameters"),
             withData: try args.optionalBool("withData") ?? false,
-            notifyDisplay: try args.optionalBool("notifyDisplay") ?? true
+            notifyDisplay: try args.optionalBool("notifyDisplay") ?? true,
+            timeout: try readTimeout(args)
         )
     }
 }
@@ -264,6 +279,18 @@ extension OrderParameters {
         }
         return ids
     }
+}
+
+/// `timeout`: seconds above 0, at most `TargetLimits.longestTimeout`.
+private func readTimeout(_ args: ArgumentReader) throws(ProtocolError) -> Duration? {
+    guard let value = args.object["timeout"], value != .null else { return nil }
+    guard let seconds = value.doubleValue, seconds > 0, seconds <= TargetLimits.longestTimeout else {
+        throw .invalidArgument(
+            args.fieldPath("timeout"),
+            "timeout must be a number of seconds above 0, at most \(Int(TargetLimits.longestTimeout))"
+        )
+    }
+    return .milliseconds(Int64(seconds * 1000))
 }
 
 private func checkCount(_ elements: [JSONValue], of name: String, at field: String, max: Int) throws(ProtocolError) {

@@ -198,7 +198,11 @@ extension TargetService {
         }
         switch result {
         case .success(let response):
-            if let refused = visitor.learn(tntId: response.tntId, edgeHost: response.edgeHost) {
+            if let refused = visitor.learn(
+                tntId: response.tntId,
+                edgeHost: response.edgeHost,
+                generation: identity.generation
+            ) {
                 logger.warning(
                     "Target sent an edgeHost that is not a plain host name; the configured server stays in use",
                     metadata: ["edgeHost": "\(refused)"]

@@ -217,8 +217,21 @@ public final class TargetService: Sendable {
         }
         // Join calls in flight for identical misses; start one call for the rest, in request order.
         let profile = command.profileParameters
-        let outcomes = await inFlightMisses.run(batch: keys.sorted { $0.key < $1.key }.map(\.value)) { fresh in
-            await self.execute(fresh, profile: profile)
+        let batch = keys.sorted { $0.key < $1.key }.map(\.value)
+        let shared: @Sendable () async -> [MissKey: MissOutcome] = {
+            await self.inFlightMisses.run(batch: batch) { fresh in await self.execute(fresh, profile: profile) }
+        }
+        // An app that asked for less than `target.timeout` gets its defaults at its own deadline.
+        let outcomes: [MissKey: MissOutcome]
+        if let limit = command.timeout, limit < configuration.timeout {
+            outcomes =
+                await within(limit, clock: clock, shared)
+                ?? Dictionary(
+                    batch.map { ($0, MissOutcome.failed(reason: "timeout")) },
+                    uniquingKeysWith: { a, _ in a }
+                )
+        } else {
+            outcomes = await shared()
         }
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
@@ -284,8 +297,21 @@ public final class TargetService: Sendable {
     public func prefetch(_ command: PrefetchCommand) async -> PrefetchResult {
         let mboxes = command.mboxes.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
         counterBox.withLock { $0.prefetchCommands += 1 }
-        switch await deliver(operation: "prefetch", prefetch: mboxes, execute: [], profile: command.profileParameters) {
-        case .success(let response):
+        // Offers decided for a visitor reset meanwhile are not cached for the new one.
+        let generation = visitor.current.generation
+        let profile = command.profileParameters
+        let call: @Sendable () async -> Result<DeliveryResponse, DeliveryFailure> = {
+            await self.deliver(operation: "prefetch", prefetch: mboxes, execute: [], profile: profile)
+        }
+        // An app that asked for less than `target.timeout` is answered at its own deadline (not cached).
+        let answered: Result<DeliveryResponse, DeliveryFailure>
+        if let limit = command.timeout, limit < configuration.timeout {
+            answered = await within(limit, clock: clock, call) ?? .failure(.timeout)
+        } else {
+            answered = await call()
+        }
+        switch answered {
+        case .success(let response) where visitor.current.generation == generation:
             let now = clock.now()
             let epoch = clock.epochMilliseconds()
             var cachedNames = Set<String>()
@@ -318,7 +344,7 @@ public final class TargetService: Sendable {
                 success: true,
                 mboxes: names.map { .init(name: $0, cached: cachedNames.contains($0)) }
             )
-        case .failure:
+        case .success, .failure:
             return PrefetchResult(success: false, mboxes: command.mboxes.map { .init(name: $0.name, cached: false) })
         }
     }
@@ -345,7 +371,8 @@ extension TargetService {
     /// visitor (a box handed to a new household must not show or count them). Returns how many cached
     /// offers were dropped.
     public func resetExperience() async -> Int {
-        let sent = await flushNotifications()
+        // Bounded: a backlog of thousands is not worth holding an app's reply for.
+        let sent = await within(configuration.timeout, clock: clock) { await self.flushNotifications() } ?? 0
         let left = notifications.summary.pending
         visitor.reset()
         let cleared = cache.clear(name: nil)

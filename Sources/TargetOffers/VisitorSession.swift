@@ -20,6 +20,9 @@ public final class VisitorSession: Sendable {
         var tntId: String?
         var edgeHost: String?
         var thirdPartyId: String?
+        /// Counts resets: an answer to a call made before a reset must not give the new visitor the old
+        /// visitor's tntId.
+        var generation = 0
 
         /// A new session id (and no edge host) when the last request is older than `limit`.
         mutating func renewIfIdle(now: ContinuousClock.Instant, limit: Duration) {
@@ -36,7 +39,8 @@ public final class VisitorSession: Sendable {
                 tntId: tntId,
                 edgeHost: edgeHost,
                 thirdPartyId: thirdPartyId,
-                sessionAge: now - sessionStarted
+                sessionAge: now - sessionStarted,
+                generation: generation
             )
         }
 
@@ -62,6 +66,8 @@ public final class VisitorSession: Sendable {
         public var edgeHost: String?
         public var thirdPartyId: String?
         public var sessionAge: Duration
+        /// Which visitor this is (see `reset`).
+        public var generation = 0
     }
 
     public init(timeout: Duration, clock: any AgentClock, stateFile: StateFile?) {
@@ -121,10 +127,12 @@ public final class VisitorSession: Sendable {
     /// Takes `tntId` and `edgeHost` from a response; a new tntId is written to the state directory. An
     /// `edgeHost` that is not a plain host name (a scheme, port, path or user part; anything a URL's host
     /// cannot be) is not used; the return value is that refused value, for the caller's log line.
+    /// An answer to a call made for an earlier visitor (`generation`, before a `reset`) teaches nothing.
     @discardableResult
-    public func learn(tntId: String?, edgeHost: String?) -> String? {
+    public func learn(tntId: String?, edgeHost: String?, generation: Int? = nil) -> String? {
         var refused: String?
         let changedTntId = state.withLock { state -> String? in
+            if let generation, generation != state.generation { return nil }
             if let edgeHost, !edgeHost.isEmpty {
                 if Self.isPlainHostName(edgeHost) {
                     state.edgeHost = edgeHost
@@ -173,7 +181,7 @@ public final class VisitorSession: Sendable {
     public func reset() {
         let now = clock.now()
         state.withLock { state in
-            state = State(sessionId: RandomUUID.make(), sessionStarted: now)
+            state = State(sessionId: RandomUUID.make(), sessionStarted: now, generation: state.generation + 1)
         }
         save()
     }

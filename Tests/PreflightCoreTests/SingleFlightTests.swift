@@ -139,7 +139,7 @@ private struct Failure: Error, Equatable {
     }
 
     @Test func theOperationIsCancelledWhenEveryCallerIs() async throws {
-        let (flight, operation, first, second) = try await Self.twoCallersOfOneOperation()
+        let (flight, _, first, second) = try await Self.twoCallersOfOneOperation()
         first.cancel()
         second.cancel()
         #expect(await first.value == true)
