@@ -117,12 +117,32 @@ public final class PreflightClient: Sendable {
         let id = core.makeID()
         let body = Request(id: id, command: command, args: args).encoded()
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (waiter: ReplyWaiter) in
-                core.submit(ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: waiter))
+            await withCheckedContinuation { continuation in
+                core.submit(
+                    ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: ReplyWaiter(continuation))
+                )
             }
         } onCancel: {
             core.cancel(id: id)
         }
+    }
+
+    /// One request handed to the I/O thread before this returns, for the calls that return at once: so their
+    /// requests go out in the order the app made the calls, as the SDKs' calls take effect in order (a
+    /// `setThirdPartyId` made before a prefetch is sent before it). `handler` gets the outcome on a new task of
+    /// the global concurrent executor, never on the caller's thread or the I/O thread.
+    func post(
+        _ command: String,
+        args: JSONObject?,
+        timeout: Duration,
+        then handler: @escaping @Sendable (Result<JSONValue, PreflightError>) -> Void
+    ) {
+        let id = core.makeID()
+        let body = Request(id: id, command: command, args: args).encoded()
+        let waiter = ReplyWaiter { outcome in
+            Task { handler(outcome) }
+        }
+        core.submit(ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: waiter))
     }
 }
 
