@@ -146,8 +146,8 @@ extension PreflightClient {
     /// which AEP does not: they were decided for the old visitor. Apps see it as the event `target.reset`.
     ///
     /// Fire-and-forget: returns at once, and when the agent cannot be reached nothing changes and nothing says
-    /// so. A prefetch made right after it may run while the reset is under way, under the old visitor, and its
-    /// offers be dropped: to prefetch for the new visitor, `await` the async form first.
+    /// so. A prefetch made right after it can reach Target while the agent is still sending the notifications,
+    /// under the old visitor: to prefetch for the new visitor, `await` the async form first.
     public func resetExperience() {
         post(Command.resetExperience.wireName, args: nil, timeout: configuration.preauthorizeTimeout) { _ in }
     }
