@@ -43,17 +43,19 @@ extension PreflightClient {
     ///
     /// Every command the client sends is safe to repeat (a prefetch replaces the cache entry it made, a load
     /// and a preauthorize only read, a clear of an empty cache clears nothing, a second `getAuthentication` joins
-    /// the code of the first, a second `logout` finds nothing left to sign out of), so a request that got no reply
-    /// is sent again on a new socket ("Lazy Pirate"). A call gives up after `retries + 1` attempts: at most
-    /// about `(retries + 1) × timeout` plus the delays between attempts.
+    /// the code of the first, a second `logout` finds nothing left to sign out of, a visitor id set again is the
+    /// same id, a second `resetExperience` starts another new visitor, forgetting only what calls since the first
+    /// had learned), so a request that got no reply is sent again on a new socket ("Lazy Pirate"). A call gives
+    /// up after `retries + 1` attempts: at most about `(retries + 1) × timeout` plus the delays between attempts.
     public struct Configuration: Sendable, Hashable {
-        /// How long one attempt of `prefetch`, `loadRequests`, `clearPrefetchCache` or `ping` waits for its
-        /// reply. The agent answers a load within its Target timeout (`target.timeout`, default 5 s), so the
-        /// default is a little longer than that.
+        /// How long one attempt of `prefetch`, `loadRequests`, `clearPrefetchCache`, `ping` or a visitor id's get
+        /// or set waits for its reply. The agent answers a load within its Target timeout (`target.timeout`,
+        /// default 5 s), so the default is a little longer than that.
         public var requestTimeout: Duration
         /// How long one attempt of `preauthorize`, or of an entitlement call (`checkAuthentication`,
         /// `getAuthorization`, `logout`, ...), waits: the agent answers within `pass.answerDeadline` (default 15 s),
-        /// even when it must pace its calls to Adobe Pass.
+        /// even when it must pace its calls to Adobe Pass. `resetExperience` waits as long: the agent first sends
+        /// the queued display notifications to Target, which takes up to `target.timeout` per batch.
         public var preauthorizeTimeout: Duration
         /// Attempts after the first, for requests without a reply, while the agent is not listening, or when
         /// it answers `shutting_down` or `overloaded`.

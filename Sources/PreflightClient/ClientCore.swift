@@ -9,8 +9,37 @@ import Glibc
 import Darwin
 #endif
 
-/// Waits for one reply; resumed exactly once, on the client's I/O thread.
-typealias ReplyWaiter = CheckedContinuation<Result<JSONValue, PreflightError>, Never>
+/// Waits for one reply; resumed exactly once, on the client's I/O thread (or on the submitting thread, when
+/// the request fails at once because the client is closed).
+///
+/// Either an async caller's continuation, or a handler for the calls that return before the reply (the SDKs'
+/// fire-and-forget and callback forms). A handler runs where the waiter is resumed, often the I/O thread, so
+/// it must only hand the result on (``PreflightClient/post(_:args:timeout:then:)`` starts a task for it).
+struct ReplyWaiter: Sendable {
+    typealias Outcome = Result<JSONValue, PreflightError>
+
+    private enum Kind: Sendable {
+        case continuation(CheckedContinuation<Outcome, Never>)
+        case handler(@Sendable (Outcome) -> Void)
+    }
+
+    private let kind: Kind
+
+    init(_ continuation: CheckedContinuation<Outcome, Never>) {
+        kind = .continuation(continuation)
+    }
+
+    init(handler: @escaping @Sendable (Outcome) -> Void) {
+        kind = .handler(handler)
+    }
+
+    func resume(returning outcome: Outcome) {
+        switch kind {
+        case .continuation(let continuation): continuation.resume(returning: outcome)
+        case .handler(let handler): handler(outcome)
+        }
+    }
+}
 
 /// The part of a client every thread may touch: the hand-over queue to the I/O thread and its wake-up.
 ///

@@ -3,7 +3,8 @@ import Synchronization
 import ZeroMQ
 
 /// An app's connection to `preflightd`, with calls that read like the Adobe SDKs: Target's prefetch API
-/// (`targetPrefetchContent`, `targetLoadRequests`, `targetPrefetchClearCache`) and the AccessEnabler's
+/// (`targetPrefetchContent`, `targetLoadRequests`, `targetPrefetchClearCache`), AEP Target's visitor ids
+/// (`getThirdPartyId`, `setTntId`, `resetExperience`, ...; see TargetVisitor.swift) and the AccessEnabler's
 /// `preauthorize` and entitlement calls (`checkAuthentication`, `getAuthentication`, `getAuthorization`, `logout`,
 /// ...; see Entitlement.swift).
 ///
@@ -17,8 +18,9 @@ import ZeroMQ
 /// - a request without a reply is sent again on a new socket, a bounded number of times ("Lazy Pirate");
 ///   every command of this client is safe to repeat, so this never does anything twice that matters;
 /// - an agent that restarts is reconnected to by itself: the next calls just work;
-/// - when the agent cannot be reached, a load answers each request's default content and a preauthorize
-///   fails with a `network_error` status, as the SDKs do when Adobe cannot be reached.
+/// - when the agent cannot be reached, a load answers each request's default content, a preauthorize
+///   fails with a `network_error` status, and a visitor id getter answers nil, as the SDKs do when Adobe
+///   cannot be reached.
 ///
 /// `close()` (or releasing the last reference) stops the thread; calls still waiting then fail with
 /// ``PreflightError/Code-swift.struct/closed`` (loads answer their defaults).
@@ -105,10 +107,12 @@ public final class PreflightClient: Sendable {
         return try await send(command, args: args, timeout: timeout).get()
     }
 
-    /// The commands the agent answers within `pass.answerDeadline`: they wait on Adobe Pass (or its pacing).
+    /// The commands that wait ``Configuration/preauthorizeTimeout``: those the agent answers within
+    /// `pass.answerDeadline`, because they wait on Adobe Pass (or its pacing), and `resetExperience`, which
+    /// first sends the queued display notifications to Target.
     static let passCommands: Set<Command> = [
         .preauthorize, .checkAuthentication, .getAuthentication, .cancelAuthentication, .getAuthorization,
-        .checkAuthorization, .logout, .getMetadata, .getSelectedProvider, .setSelectedProvider,
+        .checkAuthorization, .logout, .getMetadata, .getSelectedProvider, .setSelectedProvider, .resetExperience,
     ]
 
     /// One request through the I/O thread; the continuation is resumed there. Cancelling the calling task
@@ -117,12 +121,32 @@ public final class PreflightClient: Sendable {
         let id = core.makeID()
         let body = Request(id: id, command: command, args: args).encoded()
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (waiter: ReplyWaiter) in
-                core.submit(ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: waiter))
+            await withCheckedContinuation { continuation in
+                core.submit(
+                    ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: ReplyWaiter(continuation))
+                )
             }
         } onCancel: {
             core.cancel(id: id)
         }
+    }
+
+    /// One request handed to the I/O thread before this returns, for the calls that return at once: so their
+    /// requests go out in the order the app made the calls, as the SDKs' calls take effect in order (a
+    /// `setThirdPartyId` made before a prefetch is sent before it). `handler` gets the outcome on a new task of
+    /// the global concurrent executor, never on the caller's thread or the I/O thread.
+    func post(
+        _ command: String,
+        args: JSONObject?,
+        timeout: Duration,
+        then handler: @escaping @Sendable (Result<JSONValue, PreflightError>) -> Void
+    ) {
+        let id = core.makeID()
+        let body = Request(id: id, command: command, args: args).encoded()
+        let waiter = ReplyWaiter { outcome in
+            Task { handler(outcome) }
+        }
+        core.submit(ClientCore.Submission(id: id, body: body, timeout: timeout, waiter: waiter))
     }
 }
 

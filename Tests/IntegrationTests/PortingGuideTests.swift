@@ -52,6 +52,24 @@ import Testing
         let clear: () -> Void = client.targetPrefetchClearCache
         let clearAsync: () async throws -> Int = client.targetPrefetchClearCache
 
+        // AEP Target's visitor ids: each getter's callback form (the id, or nil and the error) and async form (the
+        // id or nil), each setter's fire-and-forget form and async form (the id now in effect), resetExperience.
+        typealias IdCallback = @Sendable (String?, (any Error)?) -> Void
+        let getThirdPartyId: (@escaping IdCallback) -> Void = client.getThirdPartyId(_:)
+        let getThirdPartyIdAsync: () async -> String? = client.getThirdPartyId
+        let setThirdPartyId: (String?) -> Void = client.setThirdPartyId(_:)
+        let setThirdPartyIdAsync: (String?) async throws -> String? = client.setThirdPartyId(_:)
+        let getTntId: (@escaping IdCallback) -> Void = client.getTntId(_:)
+        let getTntIdAsync: () async -> String? = client.getTntId
+        let setTntId: (String?) -> Void = client.setTntId(_:)
+        let setTntIdAsync: (String?) async throws -> String? = client.setTntId(_:)
+        let getSessionId: (@escaping IdCallback) -> Void = client.getSessionId(_:)
+        let getSessionIdAsync: () async -> String? = client.getSessionId
+        let setSessionId: (String) -> Void = client.setSessionId(_:)
+        let setSessionIdAsync: (String) async throws -> String = client.setSessionId(_:)
+        let resetExperience: () -> Void = client.resetExperience
+        let resetExperienceAsync: () async throws -> Int = client.resetExperience
+
         // Adobe Pass: PreauthorizeRequest.Builder().setResources(_:).disableFeatures(_:).build().
         let preauthorizeRequest = PreauthorizeRequest.Builder()
             .setResources(["resource1", "resource2", "resource3"])
@@ -102,6 +120,9 @@ import Testing
 
         // Referenced, not all called here: the offline test below calls them.
         _ = (prefetchWithCallback, prefetchAsync, loadWithCallbacks, loadAsync, clear, clearAsync)
+        _ = (getThirdPartyId, getThirdPartyIdAsync, setThirdPartyId, setThirdPartyIdAsync)
+        _ = (getTntId, getTntIdAsync, setTntId, setTntIdAsync, getSessionId, getSessionIdAsync)
+        _ = (setSessionId, setSessionIdAsync, resetExperience, resetExperienceAsync)
         _ = (callback, preauthorizeWithCallback, preauthorizeAsync)
     }
 
@@ -212,6 +233,18 @@ import Testing
         #expect(status.getCode() == "network_error")
         #expect(await client.getAuthorization(resource: "movie-1").status?.getCode() == "network_error")
         await #expect(throws: PreflightError.self) { try await client.cancelAuthentication() }
+        // The visitor ids: the getters answer nil, the setters and the reset throw.
+        #expect(await client.getThirdPartyId() == nil)
+        #expect(await client.getTntId() == nil)
+        #expect(await client.getSessionId() == nil)
+        for error in [
+            await #expect(throws: PreflightError.self) { try await client.setThirdPartyId("household-42") },
+            await #expect(throws: PreflightError.self) { try await client.setTntId(nil) },
+            await #expect(throws: PreflightError.self) { try await client.setSessionId("web-session-1") },
+            await #expect(throws: PreflightError.self) { try await client.resetExperience() },
+        ] {
+            #expect(error?.isUnreachable == true)
+        }
         #expect(throws: AgentConnectionError.self) {
             _ = try client.authenticationEvents(endpoint: "ipc://\(folder.path("events.sock"))")
         }
@@ -228,11 +261,13 @@ import Testing
         var seen: Set<String> = []
         for await event in events {
             seen.insert(event)
-            if seen.count == 4 { break }
+            if seen.count == 7 { break }
         }
         #expect(
             seen == [
                 "prefetch false", "logo: BlueWhale", "buttonColor: red", "onFailure network_error 0",
+                "getThirdPartyId nil agent_unreachable", "getTntId nil agent_unreachable",
+                "getSessionId nil agent_unreachable",
             ]
         )
     }
@@ -248,6 +283,18 @@ private func callEveryCallbackForm(_ client: PreflightClient, _ sink: AsyncStrea
         TargetRequestObject(name: "buttonColor", defaultContent: "red") { sink.yield("buttonColor: \($0 ?? "nil")") },
     ])
     client.targetPrefetchClearCache()
+    // AEP Target's visitor calls: the setters and the reset are fire-and-forget, the getters call back.
+    client.setThirdPartyId("household-42")
+    client.setTntId(nil)
+    client.setSessionId("web-session-1")
+    client.resetExperience()
+    for (name, getter) in [
+        ("getThirdPartyId", client.getThirdPartyId(_:)), ("getTntId", client.getTntId(_:)),
+        ("getSessionId", client.getSessionId(_:)),
+    ] as [(String, (@escaping @Sendable (String?, (any Error)?) -> Void) -> Void)] {
+        getter { id, error in sink.yield("\(name) \(id ?? "nil") \((error as? PreflightError)?.code.rawValue ?? "nil")")
+        }
+    }
     client.preauthorize(
         PreauthorizeRequest.Builder().setResources(["resource1"]).build(),
         didCompleteWith: AccessEnablerCallback<PreauthorizeResponse>(

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 import zmq
@@ -286,6 +287,134 @@ def test_an_argument_the_agent_refuses_raises_with_its_field_and_sends_nothing(e
         assert refused.value.field == "requests[0].productParameters.color"
     assert called == []
     assert env.sim.requests("delivery") == []
+
+
+# --- Target visitor (AEP's ids and resetExperience) -----------------------------------------------------
+
+
+def last_target_call(sim):
+    """The ids the simulator saw on the latest prefetch or load (a notification beacon is answered no tntId)."""
+    calls = [entry for entry in sim.call("GET", "/_sim/target/visitors")["requests"] if entry["responseTntId"]]
+    assert calls, "no prefetch or load reached the simulator"
+    return calls[-1]
+
+
+def test_client_sets_the_boxs_visitor_ids_that_target_then_sees(env):
+    with env.client() as client, env.client() as other_app:
+        assert client.get_third_party_id() is None
+        assert client.set_third_party_id("household-42") is True
+        # One visitor per box: every app reads what one app set.
+        assert other_app.get_third_party_id() == "household-42"
+        assert client.prefetch(["logo"]) is True
+        sent = last_target_call(env.sim)
+        assert sent["thirdPartyId"] == "household-42"
+        # The tntId Target handed out in its answer, and the session that call carried.
+        assert sent["tntId"] is None and sent["responseTntId"]
+        assert client.get_tnt_id() == sent["responseTntId"]
+        assert other_app.get_session_id() == sent["sessionId"]
+
+        # A visitor migrated from another channel: its tntId and its web session.
+        assert client.set_tnt_id("migrated-visitor-7") is True
+        assert client.set_session_id("web-session-1") is True
+        assert client.load_requests([TargetRequest("buttonColor", "red")])[0].source == "network"
+        sent = last_target_call(env.sim)
+        assert (sent["tntId"], sent["sessionId"], sent["thirdPartyId"]) == ("migrated-visitor-7", "web-session-1",
+                                                                            "household-42")
+        assert other_app.get_tnt_id() == "migrated-visitor-7"
+        assert other_app.get_session_id() == "web-session-1"
+
+        # "" clears, as AEP's setters take it; None too.
+        assert client.set_third_party_id("") is True
+        assert client.get_third_party_id() is None
+        assert client.set_tnt_id(None) is True
+        assert client.get_tnt_id() is None
+
+
+def test_a_visitor_id_the_agent_refuses_raises_with_its_field_and_changes_nothing(env):
+    with env.client() as client:
+        session = client.get_session_id()
+        for call, value, field in [
+            (client.set_session_id, "has space", "sessionId"),
+            (client.set_session_id, "a/b", "sessionId"),
+            (client.set_session_id, "", "sessionId"),
+            (client.set_third_party_id, "x" * 129, "thirdPartyId"),
+            (client.set_tnt_id, "t" * 129, "tntId"),
+        ]:
+            with pytest.raises(AgentError) as refused:
+                call(value)
+            assert (refused.value.code, refused.value.field) == ("invalid_argument", field), value
+        assert client.get_session_id() == session
+        assert client.get_third_party_id() is None and client.get_tnt_id() is None
+
+
+def test_reset_experience_starts_a_new_visitor_for_every_app_and_drops_the_cached_offers(env):
+    with env.client() as client, env.client() as other_app, \
+            client.events(["target.reset", "offers.cleared"]) as events:
+        # PUB drops what is published before the subscription arrives: clear until an event is heard.
+        def subscribed():
+            assert client.clear_prefetch_cache() is not None
+            return events.receive(0.05) is not None
+
+        wait_until("the events subscription", subscribed)
+        assert client.set_third_party_id("old-household") is True
+        assert client.prefetch(["logo"]) is True
+        old_tnt, old_session = client.get_tnt_id(), client.get_session_id()
+        assert old_tnt and old_session
+
+        # Another app resets: every app has a new visitor, and the offer cached for the old one is gone.
+        assert other_app.reset_experience() == 1
+        reset = []
+
+        def reset_heard():
+            event = events.receive(0.05)
+            if event is not None and event.topic == "target.reset":
+                reset.append(event)
+            return bool(reset)
+
+        wait_until("the target.reset event", reset_heard)
+        assert reset[0].body["cleared"] == 1 and reset[0].body["by"] == "resetExperience"
+        assert client.get_tnt_id() is None and client.get_third_party_id() is None
+        assert client.get_session_id() not in (None, old_session)
+        content = client.load_requests([TargetRequest("logo", "BlueWhale")])[0]
+        assert content.source == "network"
+        sent = last_target_call(env.sim)
+        assert sent["tntId"] is None and sent["thirdPartyId"] is None
+        assert sent["responseTntId"] != old_tnt
+        assert client.get_tnt_id() == sent["responseTntId"]
+        # Nothing left to drop.
+        assert client.reset_experience() == 0
+
+
+def test_the_visitor_calls_put_the_documented_json_on_the_wire(env):
+    proxy = RecordingProxy(env.folder, env.agent.app)
+    try:
+        with PreflightClient(proxy.endpoint) as client:
+            client.set_third_party_id("household-42")
+            client.get_third_party_id()
+            client.set_third_party_id(None)
+            client.get_tnt_id()
+            client.set_tnt_id("migrated-visitor-7")
+            client.get_session_id()
+            client.set_session_id("web-session-1")
+            client.reset_experience()
+    finally:
+        proxy.close()
+    # docs/PROTOCOL.md, "Visitor identity".
+    assert [{key: value for key, value in body.items() if key != "id"} for body in proxy.bodies] == [
+        {"v": 1, "cmd": "setThirdPartyId", "args": {"thirdPartyId": "household-42"}},
+        {"v": 1, "cmd": "getThirdPartyId"},
+        {"v": 1, "cmd": "setThirdPartyId", "args": {"thirdPartyId": None}},
+        {"v": 1, "cmd": "getTntId"},
+        {"v": 1, "cmd": "setTntId", "args": {"tntId": "migrated-visitor-7"}},
+        {"v": 1, "cmd": "getSessionId"},
+        {"v": 1, "cmd": "setSessionId", "args": {"sessionId": "web-session-1"}},
+        {"v": 1, "cmd": "resetExperience"},
+    ]
+    results = [reply["result"] for reply in proxy.replies]
+    assert results[:3] == [{"thirdPartyId": "household-42"}, {"thirdPartyId": "household-42"}, {"thirdPartyId": None}]
+    assert results[3] == {"tntId": None}
+    assert results[4:] == [{"tntId": "migrated-visitor-7"}, {"sessionId": results[5]["sessionId"]},
+                           {"sessionId": "web-session-1"}, {"cleared": 0}]
 
 
 # --- Adobe Pass ---------------------------------------------------------------------------------------
@@ -572,6 +701,28 @@ def test_a_socket_file_nobody_serves_gives_defaults_and_network_error():
             with pytest.raises(AgentUnavailable):
                 client.ping()
             assert_every_entitlement_call_answers_network_error(client)
+            assert_every_visitor_call_answers_that_nothing_was_done(client)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def assert_every_visitor_call_answers_that_nothing_was_done(client):
+    """AEP's getters call back with nil when they cannot answer: None; a setter says False and a reset None."""
+    assert [client.get_third_party_id(), client.get_tnt_id(), client.get_session_id()] == [None] * 3
+    assert [client.set_third_party_id("household-42"), client.set_third_party_id(None), client.set_tnt_id("t"),
+            client.set_session_id("web-session-1")] == [False] * 4
+    assert client.reset_experience() is None
+
+
+def test_without_an_agent_the_visitor_calls_answer_at_once_that_nothing_was_done():
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    try:
+        with PreflightClient(f"ipc://{folder}/app.sock") as client:
+            started = time.monotonic()
+            assert_every_visitor_call_answers_that_nothing_was_done(client)
+            # No socket file: each call gives up after its retries' short pauses, not after its timeout (17 s
+            # for a reset).
+            assert time.monotonic() - started < 10
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -10,6 +10,15 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     targetLoadRequests:withProfileParameters:        client.load_requests(requests, profile_parameters)
     targetPrefetchClearCache                         client.clear_prefetch_cache()
 
+    AEP Target extension (one visitor per box)       this module
+    Target.getThirdPartyId { id, error in ... }      client.get_third_party_id() -> str or None
+    Target.setThirdPartyId(id)                       client.set_third_party_id(id) (None clears) -> bool
+    Target.getTntId { id, error in ... }             client.get_tnt_id() -> str or None
+    Target.setTntId(id)                              client.set_tnt_id(id) (None clears) -> bool
+    Target.getSessionId { id, error in ... }         client.get_session_id() -> str or None
+    Target.setSessionId(id)                          client.set_session_id(id) -> bool
+    Target.resetExperience()                         client.reset_experience() -> offers dropped, or None
+
     AccessEnabler                                    this module
     setRequestor(requestor)                          PreflightClient(requestor=...) / client.set_requestor(...)
     preauthorize(PreauthorizeRequest, callback)      client.preauthorize(resources, disable_features=...)
@@ -32,9 +41,10 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     MVPD.ID/displayName/logoURL                      mvpd.id / .display_name / .logo_url
 
 Like the SDKs, it keeps the app working when the agent cannot be reached: `load_requests` answers each
-request's default content, `prefetch` answers False, `preauthorize` answers a failure with status
-code `network_error`, and so does every entitlement call in its result's `status`
-(`cancel_authentication`, whose result is a bool, answers None). A MediaToken prints only its last 4
+request's default content, `prefetch` answers False, the visitor id getters answer None (as AEP's call
+back with nil), their setters False and `reset_experience` None (nothing changed), `preauthorize`
+answers a failure with status code `network_error`, and so does every entitlement call in its result's
+`status` (`cancel_authentication`, whose result is a bool, answers None). A MediaToken prints only its last 4
 characters: the token is the app's secret. Every command it sends is safe to repeat, so a request that
 gets no reply in time is sent again on a new socket (the "Lazy Pirate" pattern of the ZeroMQ guide), a
 bounded number of times. A client may be shared by threads: each request borrows a socket of its own.
@@ -90,8 +100,9 @@ DEFAULT_EVENTS_ENDPOINT = "ipc:///run/preflight/events.sock"
 # Seconds each attempt may take. The agent bounds its own answers: Target calls by
 # `target.timeout` (5 s by default), Adobe Pass by `pass.answerDeadline` (15 s); a little is added for
 # scheduling, so a slow but working agent is not asked twice.
-# The entitlement commands are bound by `pass.answerDeadline` too.
-COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0,
+# The entitlement commands are bound by `pass.answerDeadline` too. `resetExperience` first sends the queued
+# display notifications to Target (up to `target.timeout` per batch): it gets the long timeout.
+COMMAND_TIMEOUTS = {"prefetch": 7.0, "loadRequests": 7.0, "preauthorize": 17.0, "resetExperience": 17.0,
                     **{cmd: 17.0 for cmd in ("checkAuthentication", "getAuthentication", "cancelAuthentication",
                                              "getAuthorization", "checkAuthorization", "logout", "getMetadata",
                                              "getSelectedProvider", "setSelectedProvider")}}
@@ -571,8 +582,8 @@ class PreflightClient:
     requestor: the Adobe Pass requestor (the AccessEnabler's setRequestor); default the only one the
         configuration file lists in `pass.requestors`.
     timeout: seconds each attempt may take (connection and reply), for every command (default per
-        command: 2 s, 7 s for Target commands, 17 s for preauthorize: the agent's own bounds plus a
-        margin).
+        command: 2 s, 7 s for prefetch and loads, 17 s for preauthorize, the entitlement calls and
+        reset_experience: the agent's own bounds plus a margin).
     retries: how many times a command that got no reply is sent again, each time on a new socket.
     """
 
@@ -678,6 +689,74 @@ class PreflightClient:
         except AgentUnavailable as error:
             log.warning("clearPrefetchCache not done: %s", error)
             return None
+
+    # The Target visitor, with AEP's Target extension's calls. The agent is one visitor per box: every app
+    # reads and sets the same ids, and a reset by one app starts a new visitor for all (docs/PROTOCOL.md,
+    # "Visitor identity"). An id the agent refuses raises AgentError (`invalid_argument`, its `field`).
+
+    def get_third_party_id(self) -> Optional[str]:
+        """The box's third-party id, sent to Target on every call (AEP's getThirdPartyId); None when none is
+        set (never, cleared, or forgotten by a reset), and when the agent was unreachable (logged)."""
+        return self._visitor_id("getThirdPartyId", "thirdPartyId")
+
+    def set_third_party_id(self, third_party_id: Optional[str]) -> bool:
+        """Sets the box's third-party id for every app (AEP's setThirdPartyId); None, or "" as AEP takes it,
+        clears it. The agent keeps it across restarts. True when the agent took it, False when it was
+        unreachable (logged; nothing changed). More than 128 characters raises AgentError."""
+        return self._set_visitor_id("setThirdPartyId", "thirdPartyId", third_party_id or None)
+
+    def get_tnt_id(self) -> Optional[str]:
+        """The box's Target visitor id, the tntId Target handed out or an app set (AEP's getTntId); None before
+        Target's first answer, after a reset or a clear, and when the agent was unreachable (logged)."""
+        return self._visitor_id("getTntId", "tntId")
+
+    def set_tnt_id(self, tnt_id: Optional[str]) -> bool:
+        """Sets the box's tntId for every app, e.g. for a visitor migrated from another channel (AEP's
+        setTntId); None, or "", clears it: Target hands out a new one on the next call. True when the agent
+        took it, False when it was unreachable (logged; nothing changed). More than 128 characters raises
+        AgentError."""
+        return self._set_visitor_id("setTntId", "tntId", tnt_id or None)
+
+    def get_session_id(self) -> Optional[str]:
+        """The session id the box's next Target call carries, a new one once the session timed out (AEP's
+        getSessionId); None only when the agent was unreachable (logged)."""
+        return self._visitor_id("getSessionId", "sessionId")
+
+    def set_session_id(self, session_id: str) -> bool:
+        """Makes every app's Target calls carry `session_id` from now on, renewed after `target.sessionTimeout`
+        without calls (AEP's setSessionId). The Delivery API takes 1 to 128 printable characters other than a
+        space, `?` and `/`; anything else (None or "" too: AEP's "forget the session" has no counterpart, the
+        agent always has one) raises AgentError. True when the agent took it, False when it was unreachable
+        (logged; nothing changed)."""
+        return self._set_visitor_id("setSessionId", "sessionId", session_id)
+
+    def reset_experience(self) -> Optional[int]:
+        """Starts a new Target visitor for every app of the box (AEP's resetExperience): the agent first sends
+        the display notifications already queued, under the old visitor, then forgets the tntId, third-party
+        id, session and edge host, and drops the cached offers (decided for the old visitor; AEP keeps them).
+        Returns how many cached offers went, once done, or None when the agent was unreachable (logged;
+        nothing changed, unless the agent got the request and only its answer was lost)."""
+        try:
+            return int(self.request("resetExperience").get("cleared", 0))
+        except AgentUnavailable as error:
+            log.warning("resetExperience not done: %s", error)
+            return None
+
+    def _visitor_id(self, cmd: str, key: str) -> Optional[str]:
+        try:
+            value = self.request(cmd).get(key)
+        except AgentUnavailable as error:
+            log.warning("%s not answered: %s", cmd, error)
+            return None
+        return value if isinstance(value, str) else None
+
+    def _set_visitor_id(self, cmd: str, key: str, value: Optional[str]) -> bool:
+        try:
+            self.request(cmd, {key: value})
+        except AgentUnavailable as error:
+            log.warning("%s not done: %s", cmd, error)
+            return False
+        return True
 
     # Adobe Pass.
 
