@@ -83,7 +83,8 @@ extension CommandDispatcher {
             .checkAuthentication,
             .getAuthentication, .cancelAuthentication, .getAuthorization, .checkAuthorization, .logout, .getMetadata,
             .getSelectedProvider, .setSelectedProvider, .getThirdPartyId, .setThirdPartyId, .getTntId, .setTntId,
-            .getSessionId, .setSessionId, .resetExperience:
+            .getSessionId, .setSessionId, .resetExperience, .getVisitorIds, .setMarketingCloudVisitorId,
+            .setCustomerIds:
             throw .internalError("\(command.wireName) has no argument reader in AppCommand")
         }
     }

@@ -311,6 +311,34 @@ public struct CommandDispatcher: RequestHandler {
         case .setSessionId(let sessionId):
             visitor.setSessionId(sessionId)
             return id("sessionId", sessionId)
+        case .getVisitorIds:
+            let current = visitor.current
+            return .success([
+                "tntId": current.tntId.map { .string($0) } ?? .null,
+                "thirdPartyId": current.thirdPartyId.map { .string($0) } ?? .null,
+                "sessionId": .string(visitor.sessionId),
+                "marketingCloudVisitorId": current.marketingCloudVisitorId.map { .string($0) } ?? .null,
+                "customerIds": .array(current.customerIds.map(\.json)),
+            ])
+        case .setMarketingCloudVisitorId(let id):
+            visitor.setMarketingCloudVisitorId(id)
+            return .success([
+                "marketingCloudVisitorId": id.map { .string($0) } ?? .null,
+                "customerIds": .array(visitor.current.customerIds.map(\.json)),
+            ])
+        case .setCustomerIds(let ids):
+            guard visitor.setCustomerIds(ids) else {
+                return .now(
+                    .failure(
+                        .invalidArgument(
+                            "customerIds",
+                            "Target takes customer ids only along with a marketingCloudVisitorId: set one first "
+                                + "(setMarketingCloudVisitorId)"
+                        )
+                    )
+                )
+            }
+            return .success(["customerIds": .array(ids.map(\.json))])
         case .resetExperience:
             let target = self.target
             return .later { .success(["cleared": .integer(Int64(await target.resetExperience()))]) }

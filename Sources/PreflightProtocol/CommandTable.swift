@@ -24,6 +24,9 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case getSessionId
     case setSessionId
     case resetExperience
+    case getVisitorIds
+    case setMarketingCloudVisitorId
+    case setCustomerIds
     case preauthorize
     case checkAuthentication
     case getAuthentication
@@ -89,6 +92,21 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             CommandDeclaration(
                 .anyEndpoint,
                 "a new Target visitor: ids, session, edge host and cached offers forgotten"
+            )
+        case .getVisitorIds:
+            CommandDeclaration(
+                .anyEndpoint,
+                "every Target visitor id at once (tntId, thirdPartyId, session, customer ids)"
+            )
+        case .setMarketingCloudVisitorId:
+            CommandDeclaration(
+                .anyEndpoint,
+                "sets (or clears) the Experience Cloud visitor id sent as `id.marketingCloudVisitorId`"
+            )
+        case .setCustomerIds:
+            CommandDeclaration(
+                .anyEndpoint,
+                "sets the customer ids (with `authenticatedState`) sent as `id.customerIds`"
             )
         case .preauthorize:
             CommandDeclaration(

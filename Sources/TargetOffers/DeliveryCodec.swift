@@ -42,6 +42,10 @@ public struct DeliveryCodec: Sendable {
         var id = JSONObject()
         if let tntId = visitor.tntId { id["tntId"] = .string(tntId) }
         if let thirdPartyId = visitor.thirdPartyId { id["thirdPartyId"] = .string(thirdPartyId) }
+        if let marketingCloudVisitorId = visitor.marketingCloudVisitorId {
+            id["marketingCloudVisitorId"] = .string(marketingCloudVisitorId)
+            if !visitor.customerIds.isEmpty { id["customerIds"] = .array(visitor.customerIds.map(\.json)) }
+        }
         if !id.isEmpty { body["id"] = .object(id) }
         if configuration.environmentId != 0 {
             body["environmentId"] = .integer(configuration.environmentId)

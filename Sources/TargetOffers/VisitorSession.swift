@@ -20,6 +20,8 @@ public final class VisitorSession: Sendable {
         var tntId: String?
         var edgeHost: String?
         var thirdPartyId: String?
+        var marketingCloudVisitorId: String?
+        var customerIds: [CustomerId] = []
         /// Counts resets: an answer to a call made before a reset must not give the new visitor the old
         /// visitor's tntId.
         var generation = 0
@@ -39,6 +41,8 @@ public final class VisitorSession: Sendable {
                 tntId: tntId,
                 edgeHost: edgeHost,
                 thirdPartyId: thirdPartyId,
+                marketingCloudVisitorId: marketingCloudVisitorId,
+                customerIds: customerIds,
                 sessionAge: now - sessionStarted,
                 generation: generation
             )
@@ -49,6 +53,8 @@ public final class VisitorSession: Sendable {
             var object = JSONObject()
             if let tntId { object["tntId"] = .string(tntId) }
             if let thirdPartyId { object["thirdPartyId"] = .string(thirdPartyId) }
+            if let marketingCloudVisitorId { object["marketingCloudVisitorId"] = .string(marketingCloudVisitorId) }
+            if !customerIds.isEmpty { object["customerIds"] = .array(customerIds.map(\.json)) }
             return object
         }
     }
@@ -65,6 +71,8 @@ public final class VisitorSession: Sendable {
         public var tntId: String?
         public var edgeHost: String?
         public var thirdPartyId: String?
+        public var marketingCloudVisitorId: String?
+        public var customerIds: [CustomerId] = []
         public var sessionAge: Duration
         /// Which visitor this is (see `reset`).
         public var generation = 0
@@ -80,7 +88,9 @@ public final class VisitorSession: Sendable {
                 sessionId: RandomUUID.make(),
                 sessionStarted: clock.now(),
                 tntId: stored?["tntId"]?.stringValue,
-                thirdPartyId: stored?["thirdPartyId"]?.stringValue
+                thirdPartyId: stored?["thirdPartyId"]?.stringValue,
+                marketingCloudVisitorId: stored?["marketingCloudVisitorId"]?.stringValue,
+                customerIds: (stored?["customerIds"]?.arrayValue ?? []).compactMap(CustomerId.init(json:))
             )
         )
     }
@@ -165,6 +175,28 @@ public final class VisitorSession: Sendable {
             state.edgeHost = nil
         }
         save()
+    }
+
+    /// Sets (nil: clears) the Experience Cloud visitor id; clearing it clears the customer ids too, which
+    /// Target takes only along with it.
+    public func setMarketingCloudVisitorId(_ id: String?) {
+        state.withLock { state in
+            state.marketingCloudVisitorId = id
+            if id == nil { state.customerIds = [] }
+        }
+        save()
+    }
+
+    /// Replaces the customer ids; false (nothing changed) without a marketingCloudVisitorId, as Target
+    /// takes customer ids only along with one.
+    public func setCustomerIds(_ ids: [CustomerId]) -> Bool {
+        let done = state.withLock { state in
+            guard state.marketingCloudVisitorId != nil || ids.isEmpty else { return false }
+            state.customerIds = ids
+            return true
+        }
+        if done { save() }
+        return done
     }
 
     /// Uses `sessionId` from now on, as a session that began now.

@@ -12,7 +12,8 @@ struct TargetGroup: ParsableCommand {
 struct TargetVisitor: AgentCommand {
     static let configuration = CommandConfiguration(
         commandName: "visitor",
-        abstract: "Show the Target visitor ids every app of the box shares (tntId, thirdPartyId, session id)."
+        abstract:
+            "Show the Target visitor ids every app of the box shares (tntId, thirdPartyId, session, customer ids)."
     )
 
     @ParentCommand var root: PreflightCtl
@@ -22,17 +23,21 @@ struct TargetVisitor: AgentCommand {
     func run() throws {
         let options = self.options
         let endpoint = try options.appEndpoint(override: app.appEndpoint)
-        var result = JSONObject()
-        for (command, key) in [
-            (Command.getTntId, "tntId"), (.getThirdPartyId, "thirdPartyId"), (.getSessionId, "sessionId"),
-        ] {
-            result[key] = try options.call(command.wireName, endpoint: endpoint)[key] ?? .null
-        }
+        let result = try options.call(Command.getVisitorIds.wireName, endpoint: endpoint)
         if options.json {
-            printJSON(.object(result))
+            printJSON(result)
             return
         }
-        printRows(result.map { ($0.key, $0.value == .null ? "-" : displayValue($0.value)) })
+        var rows: [(String, String)] = []
+        for (key, value) in result.objectValue ?? JSONObject() where key != "customerIds" {
+            rows.append((key, value == .null ? "-" : displayValue(value)))
+        }
+        for id in result["customerIds"]?.arrayValue ?? [] {
+            let code = id["integrationCode"]?.stringValue ?? "?"
+            let state = id["authenticatedState"]?.stringValue ?? "unknown"
+            rows.append(("customerId \(code)", "\(id["id"]?.stringValue ?? "?") (\(state))"))
+        }
+        printRows(rows)
     }
 }
 

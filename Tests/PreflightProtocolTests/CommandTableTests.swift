@@ -46,6 +46,8 @@ import Foundation
             case .displayedLocations: ["names": ["promo"]]
             case .setTntId: ["tntId": .null]
             case .setSessionId: ["sessionId": "s"]
+            case .setMarketingCloudVisitorId: ["marketingCloudVisitorId": "m"]
+            case .setCustomerIds: ["customerIds": []]
             case .checkAuthentication, .getAuthentication, .cancelAuthentication, .logout, .getMetadata,
                 .getSelectedProvider:
                 ["requestor": "r"]

@@ -111,3 +111,28 @@ def test_preflightctl_target_reset_and_visitor(target_env):
     status, out, _ = ctl("target", "reset", "--yes")
     assert status == 0 and out == "New Target visitor: ids and session forgotten, 1 cached offer dropped.\n", out
     wait_until("the reset to show", lambda: ok(request(agent.app, "getTntId")) == {"tntId": None})
+
+
+def test_customer_ids_go_with_a_marketing_cloud_visitor_id_and_are_kept(target_env):
+    sim, agent = target_env.sim, target_env.agent
+    ids = [{"id": "c-1001", "integrationCode": "crm", "authenticatedState": "authenticated"}]
+    refused = request(agent.app, "setCustomerIds", {"customerIds": ids})
+    assert refused["ok"] is False and refused["error"]["field"] == "customerIds"
+    mcid = "12345678901234567890123456789012345678"
+    assert ok(request(agent.app, "setMarketingCloudVisitorId", {"marketingCloudVisitorId": mcid}))["customerIds"] == []
+    assert ok(request(agent.app, "setCustomerIds", {"customerIds": ids})) == {"customerIds": ids}
+    prefetch(agent)
+    sent = visitors(sim)[-1]
+    assert sent["marketingCloudVisitorId"] == mcid and sent["customerIds"] == ids
+    assert stop_agent(agent) == 0
+    target_env.agent = agent = start_agent(target_env.folder, target={"serverURL": sim.url})
+    kept = ok(request(agent.app, "getVisitorIds"))
+    assert kept["marketingCloudVisitorId"] == mcid and kept["customerIds"] == ids
+    # Clearing the visitor id clears the customer ids, which Target takes only along with it.
+    assert ok(request(agent.app, "setMarketingCloudVisitorId", {"marketingCloudVisitorId": None})) == {
+        "marketingCloudVisitorId": None, "customerIds": []}
+    for bad, field in [([{"id": "x", "integrationCode": "crm", "authenticatedState": "maybe"}],
+                        "customerIds[0].authenticatedState"),
+                       ([{"id": "x"}], "customerIds[0].integrationCode")]:
+        reply = request(agent.app, "setCustomerIds", {"customerIds": bad})
+        assert reply["ok"] is False and reply["error"]["field"] == field, reply
