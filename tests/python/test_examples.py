@@ -35,6 +35,7 @@ from preflight_client import (  # noqa: E402  (the examples folder is not a pack
     AuthenticationResult,
     AuthenticationStatus,
     AuthorizationResponse,
+    CustomerId,
     Event,
     Feature,
     LogoutResult,
@@ -46,6 +47,7 @@ from preflight_client import (  # noqa: E402  (the examples folder is not a pack
     Status,
     TargetPrefetch,
     TargetRequest,
+    VisitorIds,
 )
 from preflight_client import MVPD as Provider  # noqa: E402  (MVPD here is the provider the tests sign in with)
 
@@ -417,6 +419,123 @@ def test_the_visitor_calls_put_the_documented_json_on_the_wire(env):
                            {"sessionId": "web-session-1"}, {"cleared": 0}]
 
 
+def put_promo(sim):
+    """An offer whose activity counts clicks and whose answer carries response tokens."""
+    sim.call("PUT", "/_sim/target/offers/promo", {
+        "options": [{"type": "html", "content": "<p>50% off</p>"}], "clickMetric": True, "responseTokens": True})
+
+
+def target_notifications(sim, kind):
+    return sim.call("GET", f"/_sim/target/notifications?type={kind}")["notifications"]
+
+
+def test_a_click_reaches_target_and_a_deferred_display_is_reported_once(env):
+    put_promo(env.sim)
+    with env.client() as client:
+        assert client.prefetch(["promo", "logo"], timeout=10) is True
+        contents = client.load_requests([TargetRequest("promo", "d", mbox_parameters={"placement": "home"})],
+                                        notify_display=False)
+        assert [(c.source, c.data) for c in contents] == [("cache", None)]
+        assert target_notifications(env.sim, "display") == []
+        assert client.displayed_locations(["promo", "never-loaded"]) == ["promo"]
+        # Reported again: the agent skips it, so the impression is counted once.
+        assert client.displayed_locations(["promo"]) == []
+        assert client.clicked_location("promo", mbox_parameters={"placement": "home"}) is True
+        # The click is queued after the display: once it reached Target, so did every display there was.
+        wait_until("the click to reach Target", lambda: len(target_notifications(env.sim, "click")) == 1)
+        wait_until("the display to reach Target", lambda: len(target_notifications(env.sim, "display")) == 1)
+        assert ok_count(env) == 0
+        displays = target_notifications(env.sim, "display")
+        assert [(d["mbox"], d["parameters"]) for d in displays] == [("promo", {"placement": "home"})]
+        click = target_notifications(env.sim, "click")[0]
+        offers = env.sim.call("GET", "/_sim/target/offers")["offers"]
+        assert click["mbox"] == "promo" and click["tokens"] == [offers["promo"]["metrics"][0]["eventToken"]]
+        # An offer without a click metric (logo's activity has no click goal) is refused; nothing is sent.
+        with pytest.raises(AgentError) as refused:
+            client.clicked_location("logo")
+        assert refused.value.code == "invalid_argument" and refused.value.field == "name"
+
+
+def ok_count(env):
+    """Notifications still queued at the agent once it sent what it had (flush waits for the delivery)."""
+    return request(env.agent.admin, "notifications.flush")["result"]["queued"]
+
+
+def test_content_with_data_gets_the_tokens_target_sent_and_a_default_gets_an_empty_dict(env):
+    put_promo(env.sim)
+    with env.client() as client:
+        assert client.prefetch(["promo"]) is True
+        got = {}
+        requests = [TargetRequest("promo", "d", content_with_data=lambda content, data: got.update(promo=(content, data))),
+                    TargetRequest("nothing-here", "fallback",
+                                  content_with_data=lambda content, data: got.update(nothing=(content, data)))]
+        contents = client.load_requests(requests, timeout=10)
+        assert [c.source for c in contents] == ["cache", "default"]
+        assert got["promo"][0] == "<p>50% off</p>" and got["promo"][1] == contents[0].data
+        assert contents[0].data["responseTokens"]["activity.name"] == "promo activity"
+        assert "clickMetricAnalyticsPayload" in contents[0].data
+        assert got["nothing"] == ("fallback", {}) and contents[1].data == {}
+        # with_data alone, without a callback asking for it.
+        again = client.load_requests([TargetRequest("promo", "d")], with_data=True)
+        assert again[0].data["responseTokens"] == contents[0].data["responseTokens"]
+
+
+def test_the_experience_cloud_and_customer_ids_reach_target(env):
+    mcid = "12345678901234567890123456789012345678"
+    crm = CustomerId("c-1", "crm", "authenticated")
+    with env.client() as client:
+        with pytest.raises(AgentError) as refused:
+            client.set_customer_ids([crm])
+        assert refused.value.code == "invalid_argument" and refused.value.field == "customerIds"
+        assert client.set_marketing_cloud_visitor_id(mcid) is True
+        assert client.set_customer_ids([crm, {"id": "h-9", "integrationCode": "household"}]) is True
+        assert client.prefetch(["logo"]) is True
+        sent = last_target_call(env.sim)
+        assert sent["marketingCloudVisitorId"] == mcid
+        assert sent["customerIds"] == [crm.to_wire(), {"id": "h-9", "integrationCode": "household",
+                                                       "authenticatedState": "unknown"}]
+        ids = client.get_visitor_ids()
+        assert ids.marketing_cloud_visitor_id == mcid and ids.tnt_id == sent["responseTntId"]
+        assert ids.customer_ids == [crm, CustomerId("h-9", "household")]
+        assert ids.session_id == sent["sessionId"] and ids.third_party_id is None
+        # Clearing the visitor id clears the customer ids, which Target takes only along with it.
+        assert client.set_marketing_cloud_visitor_id(None) is True
+        assert client.get_visitor_ids() == VisitorIds(tnt_id=ids.tnt_id, session_id=ids.session_id)
+
+
+def test_the_newer_target_calls_put_the_documented_json_on_the_wire(env):
+    put_promo(env.sim)
+    proxy = RecordingProxy(env.folder, env.agent.app)
+    try:
+        with PreflightClient(proxy.endpoint) as client:
+            client.prefetch(["promo"], timeout=5)
+            client.load_requests([TargetRequest("promo", "d")], notify_display=False, with_data=True, timeout=30)
+            client.displayed_locations(["promo"], profile_parameters={"age": "20-32"})
+            client.clicked_location("promo", mbox_parameters={"placement": "home"}, order_parameters={"id": "o1"})
+            client.set_marketing_cloud_visitor_id("mcid-1")
+            client.set_customer_ids([CustomerId("c-1", "crm")])
+            client.set_customer_ids([])
+            client.get_visitor_ids()
+    finally:
+        proxy.close()
+    assert [{key: value for key, value in body.items() if key != "id"} for body in proxy.bodies] == [
+        {"v": 1, "cmd": "prefetch", "args": {"mboxes": [{"name": "promo"}], "timeout": 5}},
+        {"v": 1, "cmd": "loadRequests", "args": {"requests": [{"name": "promo", "defaultContent": "d"}],
+                                                 "notifyDisplay": False, "withData": True, "timeout": 30}},
+        {"v": 1, "cmd": "displayedLocations", "args": {"names": ["promo"], "profileParameters": {"age": "20-32"}}},
+        {"v": 1, "cmd": "clickedLocation", "args": {"name": "promo", "mboxParameters": {"placement": "home"},
+                                                    "orderParameters": {"id": "o1"}}},
+        {"v": 1, "cmd": "setMarketingCloudVisitorId", "args": {"marketingCloudVisitorId": "mcid-1"}},
+        {"v": 1, "cmd": "setCustomerIds", "args": {"customerIds": [
+            {"id": "c-1", "integrationCode": "crm", "authenticatedState": "unknown"}]}},
+        {"v": 1, "cmd": "setCustomerIds", "args": {"customerIds": []}},
+        {"v": 1, "cmd": "getVisitorIds"},
+    ]
+    assert all(reply["ok"] is True for reply in proxy.replies), proxy.replies
+    assert proxy.replies[2]["result"] == {"notified": ["promo"], "skipped": []}
+    assert proxy.replies[3]["result"] == {"queued": True, "name": "promo"}
+
+
 # --- Adobe Pass ---------------------------------------------------------------------------------------
 
 
@@ -712,6 +831,8 @@ def assert_every_visitor_call_answers_that_nothing_was_done(client):
     assert [client.set_third_party_id("household-42"), client.set_third_party_id(None), client.set_tnt_id("t"),
             client.set_session_id("web-session-1")] == [False] * 4
     assert client.reset_experience() is None
+    assert client.get_visitor_ids() is None
+    assert [client.set_marketing_cloud_visitor_id("m"), client.set_customer_ids([CustomerId("c", "crm")])] == [False] * 2
 
 
 def test_without_an_agent_the_visitor_calls_answer_at_once_that_nothing_was_done():
@@ -722,6 +843,26 @@ def test_without_an_agent_the_visitor_calls_answer_at_once_that_nothing_was_done
             assert_every_visitor_call_answers_that_nothing_was_done(client)
             # No socket file: each call gives up after its retries' short pauses, not after its timeout (17 s
             # for a reset).
+            assert time.monotonic() - started < 10
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_without_an_agent_clicks_displays_and_loads_with_data_answer_at_once_that_nothing_was_done():
+    folder = tempfile.mkdtemp(prefix="pf-ex-", dir="/tmp")
+    try:
+        with PreflightClient(f"ipc://{folder}/app.sock") as client:
+            started = time.monotonic()
+            assert client.clicked_location("promo") is False
+            assert client.displayed_locations(["promo"]) is None
+            assert client.prefetch(["promo"], timeout=30) is False
+            got = []
+            contents = client.load_requests(
+                [TargetRequest("promo", "fallback", content_with_data=lambda content, data: got.append((content, data)))],
+                notify_display=False, timeout=30)
+            assert [(c.content, c.source, c.data) for c in contents] == [("fallback", "default", {})]
+            assert got == [("fallback", {})]
+            # No socket file: each call gives up after its retries' short pauses, not after its timeout.
             assert time.monotonic() - started < 10
     finally:
         shutil.rmtree(folder, ignore_errors=True)

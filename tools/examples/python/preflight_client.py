@@ -10,7 +10,13 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     targetLoadRequests:withProfileParameters:        client.load_requests(requests, profile_parameters)
     targetPrefetchClearCache                         client.clear_prefetch_cache()
 
-    AEP Target extension (one visitor per box)       this module
+    AEP Target extension                             this module
+    Target.prefetchContent(..., timeout)             client.prefetch(mboxes, timeout=0.5)
+    Target.retrieveLocationContent(...)              client.load_requests(requests, notify_display=False,
+                                                                          with_data=True, timeout=0.5)
+    TargetRequest(..., contentWithDataCallback:)     TargetRequest(..., content_with_data=fn(content, data))
+    Target.clickedLocation(name, targetParameters)   client.clicked_location(name, mbox_parameters=...) -> bool
+    Target.displayedLocations(names, parameters)     client.displayed_locations(names, ...) -> notified names
     Target.getThirdPartyId { id, error in ... }      client.get_third_party_id() -> str or None
     Target.setThirdPartyId(id)                       client.set_third_party_id(id) (None clears) -> bool
     Target.getTntId { id, error in ... }             client.get_tnt_id() -> str or None
@@ -18,6 +24,9 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     Target.getSessionId { id, error in ... }         client.get_session_id() -> str or None
     Target.setSessionId(id)                          client.set_session_id(id) -> bool
     Target.resetExperience()                         client.reset_experience() -> offers dropped, or None
+    (every id at once)                               client.get_visitor_ids() -> VisitorIds or None
+    Identity's Experience Cloud id (ECID)            client.set_marketing_cloud_visitor_id(id) (None clears) -> bool
+    Identity.syncIdentifiers(...)                    client.set_customer_ids([CustomerId(id, code, state)]) -> bool
 
     AccessEnabler                                    this module
     setRequestor(requestor)                          PreflightClient(requestor=...) / client.set_requestor(...)
@@ -41,8 +50,9 @@ and reads like the Adobe SDKs it replaces, in Python's naming:
     MVPD.ID/displayName/logoURL                      mvpd.id / .display_name / .logo_url
 
 Like the SDKs, it keeps the app working when the agent cannot be reached: `load_requests` answers each
-request's default content, `prefetch` answers False, the visitor id getters answer None (as AEP's call
-back with nil), their setters False and `reset_experience` None (nothing changed), `preauthorize`
+request's default content, `prefetch` answers False, `clicked_location` False and `displayed_locations` None,
+the visitor id getters answer None (as AEP's call back with nil), their setters False and `reset_experience` None
+(nothing changed), `preauthorize`
 answers a failure with status code `network_error`, and so does every entitlement call in its result's
 `status` (`cancel_authentication`, whose result is a bool, answers None). A MediaToken prints only its last 4
 characters: the token is the app's secret. Every command it sends is safe to repeat, so a request that
@@ -72,6 +82,7 @@ __all__ = [
     "AuthenticationResult",
     "AuthenticationStatus",
     "AuthorizationResponse",
+    "CustomerId",
     "Decision",
     "Event",
     "EventStream",
@@ -91,6 +102,7 @@ __all__ = [
     "TargetContent",
     "TargetPrefetch",
     "TargetRequest",
+    "VisitorIds",
 ]
 
 DEFAULT_CONFIG = "/etc/preflight/preflight.json"
@@ -176,6 +188,9 @@ class TargetRequest:
 
     `callback`, when given, is called with the mbox's content (a string) once it is known, as the SDK
     calls the request object's callback; `default_content` is what it gets when nothing better can be had.
+    `content_with_data`, when given, is called with the content and its data dict (AEP's
+    `contentWithDataCallback`: `responseTokens`, `analyticsPayload`, `clickMetricAnalyticsPayload` as Target
+    sent them, `{}` for default content); a load with such a request asks the agent for the data.
     """
 
     name: str
@@ -184,6 +199,7 @@ class TargetRequest:
     callback: Optional[Callable[[str], Any]] = None
     product_parameters: Optional[Dict[str, str]] = None
     order_parameters: Optional[Dict[str, Any]] = None
+    content_with_data: Optional[Callable[[str, Dict[str, Any]], Any]] = None
 
     def __post_init__(self):
         if not isinstance(self.default_content, str):
@@ -201,11 +217,75 @@ class TargetContent:
 
     `source` is `cache` (from the agent's prefetch cache), `network` (fetched from Target now) or
     `default` (the request's default content: Target had nothing, failed, or the agent was unreachable).
+    `data` is what Target sent with the offer (`responseTokens`, `analyticsPayload`,
+    `clickMetricAnalyticsPayload`) when the load asked for it (`with_data`), `{}` for default content; None
+    when it was not asked for.
     """
 
     name: str
     content: str
     source: str
+    data: Optional[Dict[str, Any]] = field(default=None, hash=False)
+
+
+@dataclass(frozen=True)
+class CustomerId:
+    """One customer id of the visitor (AEP Identity's synced identifiers): `authenticated_state` is
+    `unknown`, `authenticated` or `logged_out`."""
+
+    id: str
+    integration_code: str
+    authenticated_state: str = "unknown"
+
+    def to_wire(self) -> Dict[str, str]:
+        return {"id": self.id, "integrationCode": self.integration_code,
+                "authenticatedState": self.authenticated_state}
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> Optional["CustomerId"]:
+        if not isinstance(wire, dict) or not isinstance(wire.get("id"), str):
+            return None
+        return cls(id=wire["id"], integration_code=str(wire.get("integrationCode", "")),
+                   authenticated_state=str(wire.get("authenticatedState", "unknown")))
+
+
+@dataclass(frozen=True)
+class VisitorIds:
+    """Every id of the box's Target visitor at once (`get_visitor_ids`); None where none is set."""
+
+    tnt_id: Optional[str] = None
+    third_party_id: Optional[str] = None
+    session_id: Optional[str] = None
+    marketing_cloud_visitor_id: Optional[str] = None
+    customer_ids: List[CustomerId] = field(default_factory=list, hash=False)
+
+    @classmethod
+    def from_wire(cls, result: Dict[str, Any]) -> "VisitorIds":
+        def text(key):
+            value = result.get(key)
+            return value if isinstance(value, str) else None
+
+        customer_ids = [CustomerId.from_wire(item) for item in result.get("customerIds") or []]
+        return cls(tnt_id=text("tntId"), third_party_id=text("thirdPartyId"), session_id=text("sessionId"),
+                   marketing_cloud_visitor_id=text("marketingCloudVisitorId"),
+                   customer_ids=[item for item in customer_ids if item is not None])
+
+
+def _target_parameters(mbox_parameters, profile_parameters, product_parameters, order_parameters) -> Dict[str, Any]:
+    """The parameters of `clickedLocation` and `displayedLocations` (AEP's TargetParameters), those given."""
+    wire = _mbox_wire("", mbox_parameters, product_parameters, order_parameters)
+    del wire["name"]
+    if profile_parameters is not None:
+        wire["profileParameters"] = dict(profile_parameters)
+    return wire
+
+
+def _attempt_timeout(command_timeout: Optional[float], cmd: str) -> Optional[float]:
+    """How long an attempt waits when the command carries its own `timeout`: that, plus scheduling, when it is
+    longer than the usual wait (a shorter one needs no change: the agent answers sooner)."""
+    if command_timeout is None:
+        return None
+    return max(COMMAND_TIMEOUTS.get(cmd, QUICK_TIMEOUT), float(command_timeout) + 2.0)
 
 
 def _mbox_wire(name, mbox_parameters, product_parameters, order_parameters) -> Dict[str, Any]:
@@ -639,47 +719,105 @@ class PreflightClient:
     # Target.
 
     def prefetch(self, mboxes: Sequence[Union[TargetPrefetch, str]],
-                 profile_parameters: Optional[Parameters] = None) -> bool:
+                 profile_parameters: Optional[Parameters] = None, timeout: Optional[float] = None) -> bool:
         """Prefetches mboxes into the agent's cache (targetPrefetchContent); True when Target answered.
 
-        `mboxes` are TargetPrefetch objects or plain mbox names. False when Target failed or the agent
-        was unreachable; an argument the agent refuses raises AgentError (code `invalid_argument`)."""
+        `mboxes` are TargetPrefetch objects or plain mbox names. `timeout` (seconds, above 0, at most 60)
+        bounds the wait for Target for this call instead of the agent's `target.timeout`. False when Target
+        failed or did not answer in time, or the agent was unreachable; an argument the agent refuses raises
+        AgentError (code `invalid_argument`)."""
         args: Dict[str, Any] = {"mboxes": [_prefetch_object(mbox).to_wire() for mbox in mboxes]}
         if profile_parameters is not None:
             args["profileParameters"] = dict(profile_parameters)
+        if timeout is not None:
+            args["timeout"] = timeout
         try:
-            result = self.request("prefetch", args)
+            result = self.request("prefetch", args, attempt_timeout=_attempt_timeout(timeout, "prefetch"))
         except AgentUnavailable as error:
             log.warning("prefetch not done: %s", error)
             return False
         return bool(result.get("success"))
 
     def load_requests(self, requests: Sequence[TargetRequest],
-                      profile_parameters: Optional[Parameters] = None) -> List[TargetContent]:
+                      profile_parameters: Optional[Parameters] = None, *, notify_display: bool = True,
+                      with_data: bool = False, timeout: Optional[float] = None) -> List[TargetContent]:
         """Loads mbox contents (targetLoadRequests), from the prefetch cache where it holds them.
 
-        Calls each request's callback with its content, in request order, and returns one TargetContent
-        per request. When the agent is unreachable every request gets its default content (source
-        `default`); an argument the agent refuses raises AgentError before any callback runs."""
+        Calls each request's callback with its content (and `content_with_data` with the content and its
+        data), in request order, and returns one TargetContent per request. When the agent is unreachable
+        every request gets its default content (source `default`, data `{}` when asked for); an argument the
+        agent refuses raises AgentError before any callback runs.
+
+        notify_display: False defers the display notification of what comes from the cache until the app
+            reports it shown with `displayed_locations` (AEP's way); True (default) counts it at once.
+        with_data: each TargetContent gets `data` (also implied by a request with `content_with_data`).
+        timeout: seconds (above 0, at most 60) to wait for Target for this call instead of `target.timeout`;
+            what it cuts short answers its default content."""
         requests = list(requests)
+        with_data = with_data or any(request.content_with_data is not None for request in requests)
         args: Dict[str, Any] = {"requests": [request.to_wire() for request in requests]}
         if profile_parameters is not None:
             args["profileParameters"] = dict(profile_parameters)
+        if not notify_display:
+            args["notifyDisplay"] = False
+        if with_data:
+            args["withData"] = True
+        if timeout is not None:
+            args["timeout"] = timeout
         try:
-            result = self.request("loadRequests", args)
+            result = self.request("loadRequests", args, attempt_timeout=_attempt_timeout(timeout, "loadRequests"))
             contents = [
-                TargetContent(name=item["name"], content=item["content"], source=item["source"])
+                TargetContent(name=item["name"], content=item["content"], source=item["source"],
+                              data=(dict(item.get("data") or {}) if with_data else None))
                 for item in result["contents"]
             ]
             if len(contents) != len(requests):
                 raise AgentUnavailable(self.endpoint, f"{len(contents)} contents for {len(requests)} requests")
         except AgentUnavailable as error:
             log.warning("loadRequests answered with default content: %s", error)
-            contents = [TargetContent(request.name, request.default_content, "default") for request in requests]
+            contents = [TargetContent(request.name, request.default_content, "default", {} if with_data else None)
+                        for request in requests]
         for request, content in zip(requests, contents):
             if request.callback is not None:
                 request.callback(content.content)
+            if request.content_with_data is not None:
+                request.content_with_data(content.content, dict(content.data or {}))
         return contents
+
+    def clicked_location(self, name: str, mbox_parameters: Optional[Parameters] = None,
+                         profile_parameters: Optional[Parameters] = None,
+                         product_parameters: Optional[Dict[str, str]] = None,
+                         order_parameters: Optional[Dict[str, Any]] = None) -> bool:
+        """Tells Target the user clicked the offer of mbox `name` (AEP's clickedLocation): the agent queues a
+        click notification with the click metric Target sent with the offer, and delivers it as display
+        notifications are. True once queued, False when the agent was unreachable (logged; nothing sent).
+        An mbox neither prefetched nor loaded, or whose offer has no click metric, raises AgentError
+        (`invalid_argument`, field `name`), as does a parameter the agent refuses."""
+        args = {"name": name, **_target_parameters(mbox_parameters, profile_parameters, product_parameters,
+                                                   order_parameters)}
+        try:
+            return self.request("clickedLocation", args).get("queued") is True
+        except AgentUnavailable as error:
+            log.warning("clickedLocation not sent: %s", error)
+            return False
+
+    def displayed_locations(self, names: Sequence[str], mbox_parameters: Optional[Parameters] = None,
+                            profile_parameters: Optional[Parameters] = None,
+                            product_parameters: Optional[Dict[str, str]] = None,
+                            order_parameters: Optional[Dict[str, Any]] = None) -> Optional[List[str]]:
+        """Reports the mboxes the app showed (AEP's displayedLocations), after a load with
+        `notify_display=False`: each gets one display notification, with these parameters when any are given,
+        else those of the load. Returns the names notified; the others were not loaded that way or already
+        counted (the agent skips them so nothing is counted twice). None when the agent was unreachable
+        (logged; nothing sent)."""
+        args = {"names": list(names), **_target_parameters(mbox_parameters, profile_parameters, product_parameters,
+                                                           order_parameters)}
+        try:
+            notified = self.request("displayedLocations", args).get("notified")
+        except AgentUnavailable as error:
+            log.warning("displayedLocations not sent: %s", error)
+            return None
+        return [name for name in notified if isinstance(name, str)] if isinstance(notified, list) else []
 
     def clear_prefetch_cache(self) -> Optional[int]:
         """Empties the agent's prefetch cache (targetPrefetchClearCache); the number of entries removed,
@@ -742,6 +880,32 @@ class PreflightClient:
             log.warning("resetExperience not done: %s", error)
             return None
 
+    def get_visitor_ids(self) -> Optional[VisitorIds]:
+        """Every id of the box's visitor at once: tntId, third-party id, session id, Experience Cloud visitor
+        id and customer ids; None when the agent was unreachable (logged)."""
+        try:
+            return VisitorIds.from_wire(self.request("getVisitorIds"))
+        except AgentUnavailable as error:
+            log.warning("getVisitorIds not answered: %s", error)
+            return None
+
+    def set_marketing_cloud_visitor_id(self, marketing_cloud_visitor_id: Optional[str]) -> bool:
+        """Sets the Experience Cloud visitor id (ECID) the app has, sent to Target as
+        `id.marketingCloudVisitorId` for every app; None, or "", clears it, and the customer ids with it.
+        True when the agent took it, False when it was unreachable (logged; nothing changed). More than 128
+        characters raises AgentError."""
+        return self._set_visitor_id("setMarketingCloudVisitorId", "marketingCloudVisitorId",
+                                    marketing_cloud_visitor_id or None)
+
+    def set_customer_ids(self, customer_ids: Sequence[Union[CustomerId, Dict[str, str]]]) -> bool:
+        """Sets the visitor's customer ids (AEP Identity's syncIdentifiers), sent to Target as `id.customerIds`;
+        `[]` clears them. Each is a CustomerId or its wire dict (`id`, `integrationCode`,
+        `authenticatedState`). Target takes them only along with an Experience Cloud visitor id: without one
+        set, AgentError (`invalid_argument`, field `customerIds`). True when the agent took them, False when
+        it was unreachable (logged; nothing changed)."""
+        wire = [item.to_wire() if isinstance(item, CustomerId) else dict(item) for item in customer_ids]
+        return self._set_visitor_id("setCustomerIds", "customerIds", wire)
+
     def _visitor_id(self, cmd: str, key: str) -> Optional[str]:
         try:
             value = self.request(cmd).get(key)
@@ -750,7 +914,7 @@ class PreflightClient:
             return None
         return value if isinstance(value, str) else None
 
-    def _set_visitor_id(self, cmd: str, key: str, value: Optional[str]) -> bool:
+    def _set_visitor_id(self, cmd: str, key: str, value: Any) -> bool:
         try:
             self.request(cmd, {key: value})
         except AgentUnavailable as error:
@@ -911,8 +1075,12 @@ class PreflightClient:
         the subscription reached the agent are not seen: PUB does not replay."""
         return EventStream(self._context, self.events_endpoint, topics, timeout)
 
-    def request(self, cmd: str, args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    def request(self, cmd: str, args: Optional[Dict[str, Any]] = None, *,
+                attempt_timeout: Optional[float] = None) -> Dict[str, Any]:
         """Sends one command and returns its `result`.
+
+        `attempt_timeout` (seconds) overrides how long each attempt waits, for a command that carries a longer
+        `timeout` of its own; the client's `timeout` still wins when it was given.
 
         Retries on a new socket when no reply came in time, and when the agent answered `shutting_down`
         or `overloaded`. Raises AgentUnavailable when every attempt failed and AgentError for any other
@@ -922,7 +1090,8 @@ class PreflightClient:
         if args is not None:
             body["args"] = args
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        timeout = self.timeout if self.timeout is not None else COMMAND_TIMEOUTS.get(cmd, QUICK_TIMEOUT)
+        timeout = (self.timeout if self.timeout is not None else attempt_timeout if attempt_timeout is not None
+                   else COMMAND_TIMEOUTS.get(cmd, QUICK_TIMEOUT))
         reason = "no attempt made"
         for attempt in range(self.retries + 1):
             if attempt:
