@@ -41,6 +41,9 @@ public struct TargetRequestObject: Sendable {
     public var orderParameters: [String: String]?
     /// Called with the content once it is ready.
     public var callback: (@Sendable (String?) -> Void)?
+    /// AEP's `contentWithDataCallback`: called with the content and what Target sent with it (never nil;
+    /// empty for default content). A load with such a request asks the agent for the data (`withData`).
+    public var contentWithDataCallback: (@Sendable (String?, TargetContentData?) -> Void)?
 
     /// A request, as `TargetRequestObject(name:defaultContent:mboxParameters:callback:)` in the SDK.
     public init(
@@ -53,6 +56,92 @@ public struct TargetRequestObject: Sendable {
         self.defaultContent = defaultContent
         self.mboxParameters = mboxParameters
         self.callback = callback
+    }
+
+    /// A request whose callback also gets the offer's data, as AEP's
+    /// `TargetRequest(mboxName:defaultContent:targetParameters:contentWithDataCallback:)`.
+    public init(
+        name: String,
+        defaultContent: String,
+        mboxParameters: [String: String]? = nil,
+        contentWithDataCallback: @escaping @Sendable (String?, TargetContentData?) -> Void
+    ) {
+        self.name = name
+        self.defaultContent = defaultContent
+        self.mboxParameters = mboxParameters
+        self.contentWithDataCallback = contentWithDataCallback
+    }
+}
+
+/// What Target sent with an offer (docs/PROTOCOL.md, `loadRequests`, `withData`): the data AEP's
+/// `contentWithDataCallback` gets. A member is nil when Target did not send it; all are nil for default content.
+/// Values that are not strings in Target's answer (a response token listing several values) are their JSON text.
+public struct TargetContentData: Sendable, Hashable {
+    /// The account's response tokens (`activity.id`, `activity.name`, `experience.name`, `option.id`, ...):
+    /// AEP's `responseTokens`.
+    public var responseTokens: [String: String]?
+    /// The Analytics for Target payload (when `target.analyticsLogging` is `client_side`): AEP's
+    /// `analytics.payload`.
+    public var analyticsPayload: [String: String]?
+    /// The click metric's Analytics for Target payload: AEP's `clickmetric.analytics.payload`.
+    public var clickMetricAnalyticsPayload: [String: String]?
+
+    /// A data value (tests and app-side fakes make them).
+    public init(
+        responseTokens: [String: String]? = nil,
+        analyticsPayload: [String: String]? = nil,
+        clickMetricAnalyticsPayload: [String: String]? = nil
+    ) {
+        self.responseTokens = responseTokens
+        self.analyticsPayload = analyticsPayload
+        self.clickMetricAnalyticsPayload = clickMetricAnalyticsPayload
+    }
+}
+
+/// How a load goes, beyond its requests: the options AEP's `retrieveLocationContent` has in other forms.
+public struct TargetLoadOptions: Sendable, Hashable {
+    /// `false` defers the display notification of content from the prefetch cache until the app reports it
+    /// shown with ``PreflightClient/displayedLocations(_:targetParameters:)`` (AEP's way); `true` (the default,
+    /// the Target SDK's) counts it at once.
+    public var notifyDisplay: Bool
+    /// Each ``TargetContent`` gets its ``TargetContent/data``; implied by a request with a
+    /// ``TargetRequestObject/contentWithDataCallback``.
+    public var withData: Bool
+    /// How long the agent waits for Target for this load (above 0, at most 60 s) instead of its
+    /// `target.timeout`; what it cuts short answers its default content. nil: the agent's.
+    public var timeout: Duration?
+
+    /// Options; the defaults are a plain load's.
+    public init(notifyDisplay: Bool = true, withData: Bool = false, timeout: Duration? = nil) {
+        self.notifyDisplay = notifyDisplay
+        self.withData = withData
+        self.timeout = timeout
+    }
+}
+
+/// The parameters of a click or display report: AEP's `TargetParameters` (its `TargetOrder` and `TargetProduct`
+/// are the string dictionaries ``TargetPrefetchObject`` takes).
+public struct TargetParameters: Sendable, Hashable {
+    /// Mbox parameters.
+    public var parameters: [String: String]?
+    /// Profile parameters.
+    public var profileParameters: [String: String]?
+    /// Product parameters: only `id` and `categoryId`.
+    public var productParameters: [String: String]?
+    /// Order parameters: only `id`, `total` and `purchasedProductIds`.
+    public var orderParameters: [String: String]?
+
+    /// Parameters, as AEP's `TargetParameters(parameters:profileParameters:order:product:)`.
+    public init(
+        parameters: [String: String]? = nil,
+        profileParameters: [String: String]? = nil,
+        productParameters: [String: String]? = nil,
+        orderParameters: [String: String]? = nil
+    ) {
+        self.parameters = parameters
+        self.profileParameters = profileParameters
+        self.productParameters = productParameters
+        self.orderParameters = orderParameters
     }
 }
 
@@ -82,13 +171,22 @@ public struct TargetContent: Sendable, Hashable {
     /// Why the client answered the default itself: the agent could not be reached, refused the request
     /// (`invalid_argument`), or the call was cancelled. nil when the agent answered.
     public var failure: PreflightError?
+    /// What Target sent with the offer, when the load asked for it (empty for default content); else nil.
+    public var data: TargetContentData?
 
     /// A content value (tests and app-side fakes make them).
-    public init(name: String, content: String, source: Source, failure: PreflightError? = nil) {
+    public init(
+        name: String,
+        content: String,
+        source: Source,
+        failure: PreflightError? = nil,
+        data: TargetContentData? = nil
+    ) {
         self.name = name
         self.content = content
         self.source = source
         self.failure = failure
+        self.data = data
     }
 }
 
@@ -126,6 +224,32 @@ extension PreflightClient {
         await prefetch(prefetchObjects, profileParameters: profileParameters) == nil
     }
 
+    /// Prefetches as ``targetPrefetchContent(_:profileParameters:callback:)`` does, waiting for Target at most
+    /// `timeout` (above 0, at most 60 s) instead of the agent's `target.timeout`: `false` when it ran out
+    /// (nothing cached). Each attempt waits at least that long plus 2 s.
+    public func targetPrefetchContent(
+        _ prefetchObjects: [TargetPrefetchObject],
+        profileParameters: [String: String]?,
+        timeout: Duration,
+        callback: (@Sendable (Bool) -> Void)?
+    ) {
+        Task {
+            let failure = await prefetch(prefetchObjects, profileParameters: profileParameters, timeout: timeout)
+            callback?(failure == nil)
+        }
+    }
+
+    /// Prefetches with a `timeout` of its own (see ``targetPrefetchContent(_:profileParameters:timeout:callback:)``)
+    /// and returns whether Target answered in time.
+    @discardableResult
+    public func targetPrefetchContent(
+        _ prefetchObjects: [TargetPrefetchObject],
+        profileParameters: [String: String]?,
+        timeout: Duration
+    ) async -> Bool {
+        await prefetch(prefetchObjects, profileParameters: profileParameters, timeout: timeout) == nil
+    }
+
     /// Loads `requests` (the SDK's `retrieveLocationContent` / `loadRequests`) and calls each request's
     /// callback with its content: from the prefetch cache at once, else from Target in one call for all the
     /// misses, else the request's default content. Returns at once; the callbacks follow.
@@ -148,23 +272,125 @@ extension PreflightClient {
         _ requests: [TargetRequestObject],
         profileParameters: [String: String]? = nil
     ) async -> [TargetContent] {
+        await targetLoadRequests(requests, profileParameters: profileParameters, options: TargetLoadOptions())
+    }
+
+    /// Loads `requests` with `options` (deferred display, data, a timeout of its own; see
+    /// ``TargetLoadOptions``), as ``targetLoadRequests(_:profileParameters:)`` does: returns at once, the
+    /// callbacks follow.
+    public func targetLoadRequests(
+        _ requests: [TargetRequestObject],
+        profileParameters: [String: String]?,
+        options: TargetLoadOptions
+    ) {
+        Task {
+            await targetLoadRequests(requests, profileParameters: profileParameters, options: options)
+        }
+    }
+
+    /// Loads `requests` with `options` and returns their contents in request order, after calling each request's
+    /// `callback` and `contentWithDataCallback`. With data asked for (``TargetLoadOptions/withData``, or a
+    /// request with a `contentWithDataCallback`) each content has its ``TargetContent/data``.
+    ///
+    /// Never fails, as ``targetLoadRequests(_:profileParameters:)``. With a ``TargetLoadOptions/timeout`` each
+    /// attempt waits at least that long plus 2 s.
+    @discardableResult
+    public func targetLoadRequests(
+        _ requests: [TargetRequestObject],
+        profileParameters: [String: String]?,
+        options: TargetLoadOptions
+    ) async -> [TargetContent] {
         guard !requests.isEmpty else { return [] }
-        let args = TargetWire.loadArguments(requests, profileParameters: profileParameters)
+        var options = options
+        options.withData = options.withData || requests.contains { $0.contentWithDataCallback != nil }
+        let args = TargetWire.loadArguments(requests, profileParameters: profileParameters, options: options)
         let contents: [TargetContent]
-        switch await send(Command.loadRequests.wireName, args: args, timeout: configuration.requestTimeout) {
+        switch await send(Command.loadRequests.wireName, args: args, timeout: attemptTimeout(options.timeout)) {
         case .success(let result):
             do {
-                contents = try TargetWire.contents(from: result, for: requests)
+                contents = try TargetWire.contents(from: result, for: requests, withData: options.withData)
             } catch {
-                contents = TargetWire.defaults(for: requests, failure: error)
+                contents = TargetWire.defaults(for: requests, failure: error, withData: options.withData)
             }
         case .failure(let error):
-            contents = TargetWire.defaults(for: requests, failure: error)
+            contents = TargetWire.defaults(for: requests, failure: error, withData: options.withData)
         }
         for (request, content) in zip(requests, contents) {
             request.callback?(content.content)
+            request.contentWithDataCallback?(content.content, content.data ?? TargetContentData())
         }
         return contents
+    }
+
+    // MARK: Clicks and displays
+
+    /// Tells Target the user clicked the offer of mbox `name`: AEP's `Target.clickedLocation(_:targetParameters:)`.
+    /// The agent queues a click notification with the click metric Target sent with the offer (prefetched or
+    /// loaded) and delivers it as display notifications are. Fire-and-forget, as in AEP: returns at once, and
+    /// when the agent cannot be reached, or refuses (an mbox neither prefetched nor loaded, or whose activity
+    /// has no click goal), nothing is sent and nothing says so; the async form does.
+    public func clickedLocation(_ name: String, targetParameters: TargetParameters? = nil) {
+        post(
+            Command.clickedLocation.wireName,
+            args: TargetWire.clickArguments(name, targetParameters),
+            timeout: configuration.requestTimeout
+        ) { _ in }
+    }
+
+    /// Tells Target the user clicked the offer of mbox `name`, once the agent queued the click.
+    ///
+    /// - Throws: ``PreflightError``: code `invalid_argument` (field `name`) for an mbox neither prefetched nor
+    ///   loaded or without a click metric, (another field) for a parameter the agent refuses; nothing is sent
+    ///   then. ``PreflightError/isUnreachable`` when the agent could not be reached.
+    public func clickedLocation(
+        _ name: String,
+        targetParameters: TargetParameters? = nil
+    ) async throws(PreflightError) {
+        let result = try await send(
+            Command.clickedLocation.wireName,
+            args: TargetWire.clickArguments(name, targetParameters),
+            timeout: configuration.requestTimeout
+        )
+        .get()
+        guard result["queued"] == .bool(true) else { throw .badReply("clickedLocation result without queued") }
+    }
+
+    /// Reports the mboxes the app showed, after a load with ``TargetLoadOptions/notifyDisplay`` `false`: AEP's
+    /// `Target.displayedLocations(_:targetParameters:)`. Each gets one display notification, with these
+    /// parameters when any are given, else those of the load; the agent skips the others (not loaded that way,
+    /// or counted already), so nothing is counted twice. Fire-and-forget, as in AEP.
+    public func displayedLocations(_ names: [String], targetParameters: TargetParameters? = nil) {
+        post(
+            Command.displayedLocations.wireName,
+            args: TargetWire.displayArguments(names, targetParameters),
+            timeout: configuration.requestTimeout
+        ) { _ in }
+    }
+
+    /// Reports the mboxes the app showed and returns those that got a display notification (the agent's
+    /// `notified`); the others were skipped.
+    ///
+    /// - Throws: ``PreflightError``: code `invalid_argument` for an argument the agent refuses;
+    ///   ``PreflightError/isUnreachable`` when the agent could not be reached (nothing sent).
+    @discardableResult
+    public func displayedLocations(
+        _ names: [String],
+        targetParameters: TargetParameters? = nil
+    ) async throws(PreflightError) -> [String] {
+        let result = try await send(
+            Command.displayedLocations.wireName,
+            args: TargetWire.displayArguments(names, targetParameters),
+            timeout: configuration.requestTimeout
+        )
+        .get()
+        return try TargetWire.notified(from: result)
+    }
+
+    /// How long an attempt waits for a command with a `timeout` of its own: that plus 2 s when longer than
+    /// ``Configuration/requestTimeout``.
+    private func attemptTimeout(_ timeout: Duration?) -> Duration {
+        guard let timeout else { return configuration.requestTimeout }
+        return max(configuration.requestTimeout, timeout + .seconds(2))
     }
 
     /// Empties the agent's prefetch cache (for every app on the box): the SDK's `clearPrefetchCache`.
@@ -197,10 +423,12 @@ extension PreflightClient {
     /// Sends a prefetch; nil when Target answered, else why not.
     private func prefetch(
         _ prefetchObjects: [TargetPrefetchObject],
-        profileParameters: [String: String]?
+        profileParameters: [String: String]?,
+        timeout: Duration? = nil
     ) async -> PreflightError? {
-        let args = TargetWire.prefetchArguments(prefetchObjects, profileParameters: profileParameters)
-        switch await send(Command.prefetch.wireName, args: args, timeout: configuration.requestTimeout) {
+        var args = TargetWire.prefetchArguments(prefetchObjects, profileParameters: profileParameters)
+        args["timeout"] = timeout.map(TargetWire.seconds)
+        switch await send(Command.prefetch.wireName, args: args, timeout: attemptTimeout(timeout)) {
         case .success(let result):
             return TargetWire.prefetchFailure(result)
         case .failure(let error):
@@ -234,8 +462,14 @@ enum TargetWire {
         return args
     }
 
-    /// `loadRequests` args: `{"requests":[{"name","defaultContent",...}],"profileParameters":{...}}`.
-    static func loadArguments(_ requests: [TargetRequestObject], profileParameters: [String: String]?) -> JSONObject {
+    /// `loadRequests` args: `{"requests":[{"name","defaultContent",...}],"profileParameters":{...}}`, then
+    /// `"notifyDisplay":false`, `"withData":true` and `"timeout"` (seconds) when the options differ from a plain
+    /// load's.
+    static func loadArguments(
+        _ requests: [TargetRequestObject],
+        profileParameters: [String: String]?,
+        options: TargetLoadOptions = TargetLoadOptions()
+    ) -> JSONObject {
         var args: JSONObject = [
             "requests": .array(
                 requests.map { request in
@@ -250,7 +484,64 @@ enum TargetWire {
             )
         ]
         args["profileParameters"] = parameters(profileParameters)
+        if !options.notifyDisplay { args["notifyDisplay"] = .bool(false) }
+        if options.withData { args["withData"] = .bool(true) }
+        args["timeout"] = options.timeout.map(seconds)
         return args
+    }
+
+    /// A duration in seconds, as the `timeout` arguments take it (`0.5`, `30`).
+    static func seconds(_ duration: Duration) -> JSONValue {
+        let (whole, attoseconds) = duration.components
+        guard attoseconds != 0 else { return .integer(whole) }
+        return .number(Double(whole) + Double(attoseconds) / 1e18)
+    }
+
+    /// `clickedLocation` args: `{"name":"promo","mboxParameters":{...},"profileParameters":{...},...}`.
+    static func clickArguments(_ name: String, _ targetParameters: TargetParameters?) -> JSONObject {
+        var args: JSONObject = ["name": .string(name)]
+        add(targetParameters, to: &args)
+        return args
+    }
+
+    /// `displayedLocations` args: `{"names":["logo"],"mboxParameters":{...},...}`.
+    static func displayArguments(_ names: [String], _ targetParameters: TargetParameters?) -> JSONObject {
+        var args: JSONObject = ["names": .array(names.map(JSONValue.string))]
+        add(targetParameters, to: &args)
+        return args
+    }
+
+    /// A `displayedLocations` result: its `notified` names.
+    static func notified(from result: JSONValue) throws(PreflightError) -> [String] {
+        guard let notified = result["notified"]?.arrayValue else {
+            throw .badReply("displayedLocations result without notified")
+        }
+        return notified.compactMap(\.stringValue)
+    }
+
+    private static func add(_ targetParameters: TargetParameters?, to args: inout JSONObject) {
+        guard let targetParameters else { return }
+        args["mboxParameters"] = parameters(targetParameters.parameters)
+        args["profileParameters"] = parameters(targetParameters.profileParameters)
+        args["productParameters"] = parameters(targetParameters.productParameters)
+        args["orderParameters"] = parameters(targetParameters.orderParameters)
+    }
+
+    /// An entry's `data`: each of its objects as string to string (a value that is not a string as its JSON).
+    static func data(from entry: JSONValue) -> TargetContentData {
+        func strings(_ key: String) -> [String: String]? {
+            guard let object = entry["data"]?[key]?.objectValue else { return nil }
+            var strings: [String: String] = [:]
+            for (name, value) in object {
+                strings[name] = value.stringValue ?? JSONWriter.string(value)
+            }
+            return strings
+        }
+        return TargetContentData(
+            responseTokens: strings("responseTokens"),
+            analyticsPayload: strings("analyticsPayload"),
+            clickMetricAnalyticsPayload: strings("clickMetricAnalyticsPayload")
+        )
     }
 
     /// What is wrong with a `prefetch` result: nil when the agent says Target answered.
@@ -271,7 +562,8 @@ enum TargetWire {
     /// A `loadRequests` result, matched to the requests by position.
     static func contents(
         from result: JSONValue,
-        for requests: [TargetRequestObject]
+        for requests: [TargetRequestObject],
+        withData: Bool = false
     ) throws(PreflightError) -> [TargetContent] {
         guard let entries = result["contents"]?.arrayValue else {
             throw .badReply("loadRequests result without contents")
@@ -289,7 +581,8 @@ enum TargetWire {
                 TargetContent(
                     name: entry["name"]?.stringValue ?? request.name,
                     content: content,
-                    source: TargetContent.Source(rawValue: source)
+                    source: TargetContent.Source(rawValue: source),
+                    data: withData ? data(from: entry) : nil
                 )
             )
         }
@@ -297,9 +590,19 @@ enum TargetWire {
     }
 
     /// Every request's default content, because of `failure`.
-    static func defaults(for requests: [TargetRequestObject], failure: PreflightError) -> [TargetContent] {
+    static func defaults(
+        for requests: [TargetRequestObject],
+        failure: PreflightError,
+        withData: Bool = false
+    ) -> [TargetContent] {
         requests.map {
-            TargetContent(name: $0.name, content: $0.defaultContent, source: .default, failure: failure)
+            TargetContent(
+                name: $0.name,
+                content: $0.defaultContent,
+                source: .default,
+                failure: failure,
+                data: withData ? TargetContentData() : nil
+            )
         }
     }
 

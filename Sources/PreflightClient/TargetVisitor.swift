@@ -138,6 +138,78 @@ extension PreflightClient {
         return answered
     }
 
+    // MARK: Experience Cloud visitor id and customer ids
+
+    /// Every id of the box's visitor at once: tntId, third-party id, session id, Experience Cloud visitor id and
+    /// customer ids.
+    ///
+    /// - Throws: ``PreflightError`` when the agent could not be reached (``PreflightError/isUnreachable``).
+    public func getVisitorIds() async throws(PreflightError) -> TargetVisitorIds {
+        let result = try await send(Command.getVisitorIds.wireName, args: nil, timeout: configuration.requestTimeout)
+            .get()
+        return try VisitorWire.visitorIds(from: result)
+    }
+
+    /// Every id of the box's visitor, in AEP's callback form: `completion` gets them and nil, or nil and the
+    /// ``PreflightError`` when the agent could not be reached. It runs on a task of the global concurrent executor.
+    public func getVisitorIds(_ completion: @escaping @Sendable (TargetVisitorIds?, (any Error)?) -> Void) {
+        post(Command.getVisitorIds.wireName, args: nil) { outcome in
+            do throws(PreflightError) {
+                completion(try VisitorWire.visitorIds(from: outcome.get()), nil)
+            } catch {
+                completion(nil, error)
+            }
+        }
+    }
+
+    /// Sets the Experience Cloud visitor id (ECID) the app has, sent to Target as `id.marketingCloudVisitorId` for
+    /// every app (the box runs no ECID service: AEP's Identity extension would supply it); nil, or an empty
+    /// string, clears it and the customer ids with it. Fire-and-forget: returns at once, and when the agent
+    /// cannot be reached or refuses the id (more than 128 characters) nothing changes and nothing says so.
+    public func setMarketingCloudVisitorId(_ marketingCloudVisitorId: String?) {
+        post(
+            Command.setMarketingCloudVisitorId.wireName,
+            args: VisitorWire.setArguments("marketingCloudVisitorId", marketingCloudVisitorId)
+        ) { _ in }
+    }
+
+    /// Sets (nil or empty clears) the Experience Cloud visitor id and returns the one now in effect.
+    ///
+    /// - Throws: ``PreflightError``: code `invalid_argument` (field `marketingCloudVisitorId`) for an id of more
+    ///   than 128 characters; ``PreflightError/isUnreachable`` when the agent could not be reached.
+    @discardableResult
+    public func setMarketingCloudVisitorId(_ marketingCloudVisitorId: String?) async throws(PreflightError) -> String? {
+        try await visitorId(
+            .setMarketingCloudVisitorId,
+            "marketingCloudVisitorId",
+            args: VisitorWire.setArguments("marketingCloudVisitorId", marketingCloudVisitorId)
+        )
+    }
+
+    /// Sets the visitor's customer ids (AEP Identity's `syncIdentifiers`), sent to Target as `id.customerIds`;
+    /// `[]` clears them. Target takes them only along with an Experience Cloud visitor id, so the agent refuses
+    /// them without one. Fire-and-forget: when the agent cannot be reached or refuses, nothing changes and nothing
+    /// says so; the async form does.
+    public func setCustomerIds(_ customerIds: [TargetCustomerId]) {
+        post(Command.setCustomerIds.wireName, args: VisitorWire.customerIdsArguments(customerIds)) { _ in }
+    }
+
+    /// Sets the visitor's customer ids (`[]` clears them) and returns those now in effect.
+    ///
+    /// - Throws: ``PreflightError``: code `invalid_argument` (field `customerIds`) without an Experience Cloud
+    ///   visitor id, or for more than 50 ids (field `customerIds[i]...` for a bad one);
+    ///   ``PreflightError/isUnreachable`` when the agent could not be reached.
+    @discardableResult
+    public func setCustomerIds(_ customerIds: [TargetCustomerId]) async throws(PreflightError) -> [TargetCustomerId] {
+        let result = try await send(
+            Command.setCustomerIds.wireName,
+            args: VisitorWire.customerIdsArguments(customerIds),
+            timeout: configuration.requestTimeout
+        )
+        .get()
+        return try VisitorWire.customerIds(from: result, of: .setCustomerIds)
+    }
+
     // MARK: resetExperience
 
     /// Starts a new Target visitor for every app of the box: AEP's `Target.resetExperience()`. The agent first
@@ -210,6 +282,66 @@ extension PreflightClient {
     }
 }
 
+/// AEP's `MobileVisitorAuthenticationState`: how far a customer id is signed in.
+public enum MobileVisitorAuthenticationState: String, Sendable, Hashable {
+    /// Not known (the default).
+    case unknown
+    /// Signed in.
+    case authenticated
+    /// Signed out.
+    case loggedOut = "logged_out"
+}
+
+/// One customer id of the visitor, sent to Target in `id.customerIds` (AEP Identity's synced identifiers).
+public struct TargetCustomerId: Sendable, Hashable {
+    /// The id in the customer's system.
+    public var id: String
+    /// The data source's integration code (`crm`, ...).
+    public var integrationCode: String
+    /// How far it is signed in.
+    public var authenticatedState: MobileVisitorAuthenticationState
+
+    /// A customer id.
+    public init(
+        id: String,
+        integrationCode: String,
+        authenticatedState: MobileVisitorAuthenticationState = .unknown
+    ) {
+        self.id = id
+        self.integrationCode = integrationCode
+        self.authenticatedState = authenticatedState
+    }
+}
+
+/// Every id of the box's Target visitor (`getVisitorIds`); nil where none is set.
+public struct TargetVisitorIds: Sendable, Hashable {
+    /// The tntId.
+    public var tntId: String?
+    /// The third-party id.
+    public var thirdPartyId: String?
+    /// The session id the next call carries.
+    public var sessionId: String?
+    /// The Experience Cloud visitor id.
+    public var marketingCloudVisitorId: String?
+    /// The customer ids.
+    public var customerIds: [TargetCustomerId]
+
+    /// A value (tests and app-side fakes make them).
+    public init(
+        tntId: String? = nil,
+        thirdPartyId: String? = nil,
+        sessionId: String? = nil,
+        marketingCloudVisitorId: String? = nil,
+        customerIds: [TargetCustomerId] = []
+    ) {
+        self.tntId = tntId
+        self.thirdPartyId = thirdPartyId
+        self.sessionId = sessionId
+        self.marketingCloudVisitorId = marketingCloudVisitorId
+        self.customerIds = customerIds
+    }
+}
+
 /// The JSON of the visitor commands (docs/PROTOCOL.md, "Visitor identity"), kept apart from the calls so that
 /// it is tested alone.
 enum VisitorWire {
@@ -228,6 +360,49 @@ enum VisitorWire {
         case .null?: return nil
         default: throw .badReply("\(command.wireName) result without \(key)")
         }
+    }
+
+    /// `setCustomerIds` args: `{"customerIds":[{"id","integrationCode","authenticatedState"}]}`.
+    static func customerIdsArguments(_ customerIds: [TargetCustomerId]) -> JSONObject {
+        [
+            "customerIds": .array(
+                customerIds.map {
+                    .object([
+                        "id": .string($0.id), "integrationCode": .string($0.integrationCode),
+                        "authenticatedState": .string($0.authenticatedState.rawValue),
+                    ])
+                }
+            )
+        ]
+    }
+
+    /// The `customerIds` of a result; an entry the client cannot read is a bad reply.
+    static func customerIds(from result: JSONValue, of command: Command) throws(PreflightError) -> [TargetCustomerId] {
+        guard let entries = result["customerIds"]?.arrayValue else {
+            throw .badReply("\(command.wireName) result without customerIds")
+        }
+        var ids: [TargetCustomerId] = []
+        for entry in entries {
+            guard let id = entry["id"]?.stringValue, let code = entry["integrationCode"]?.stringValue,
+                let state = MobileVisitorAuthenticationState(
+                    rawValue: entry["authenticatedState"]?.stringValue ?? "unknown"
+                )
+            else { throw .badReply("\(command.wireName) answered a customer id it cannot read") }
+            ids.append(TargetCustomerId(id: id, integrationCode: code, authenticatedState: state))
+        }
+        return ids
+    }
+
+    /// A `getVisitorIds` result.
+    static func visitorIds(from result: JSONValue) throws(PreflightError) -> TargetVisitorIds {
+        let command = Command.getVisitorIds
+        return TargetVisitorIds(
+            tntId: try id("tntId", of: command, from: result),
+            thirdPartyId: try id("thirdPartyId", of: command, from: result),
+            sessionId: try id("sessionId", of: command, from: result),
+            marketingCloudVisitorId: try id("marketingCloudVisitorId", of: command, from: result),
+            customerIds: try customerIds(from: result, of: command)
+        )
     }
 
     /// A `resetExperience` result: `{"cleared": N}`, the cached offers dropped.

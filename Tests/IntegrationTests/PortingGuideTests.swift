@@ -70,6 +70,62 @@ import Testing
         let resetExperience: () -> Void = client.resetExperience
         let resetExperienceAsync: () async throws -> Int = client.resetExperience
 
+        // AEP Target's newer calls: clickedLocation(_:targetParameters:), displayedLocations(_:targetParameters:),
+        // each fire-and-forget and async; TargetParameters(parameters:profileParameters:productParameters:orderParameters:).
+        let targetParameters:
+            ([String: String]?, [String: String]?, [String: String]?, [String: String]?) ->
+                TargetParameters = TargetParameters.init(
+                    parameters:
+                    profileParameters:
+                    productParameters:
+                    orderParameters:
+                )
+        #expect(targetParameters(["placement": "home"], nil, nil, nil).parameters == ["placement": "home"])
+        let clickedLocation: (String, TargetParameters?) -> Void = client.clickedLocation(_:targetParameters:)
+        let clickedLocationAsync: (String, TargetParameters?) async throws -> Void =
+            client.clickedLocation(_:targetParameters:)
+        let displayedLocations: ([String], TargetParameters?) -> Void = client.displayedLocations(_:targetParameters:)
+        let displayedLocationsAsync: ([String], TargetParameters?) async throws -> [String] =
+            client.displayedLocations(_:targetParameters:)
+        // TargetRequestObject(name:defaultContent:mboxParameters:contentWithDataCallback:) and TargetContentData.
+        let requestWithData:
+            (String, String, [String: String]?, @escaping @Sendable (String?, TargetContentData?) -> Void) ->
+                TargetRequestObject = TargetRequestObject.init(
+                    name:
+                    defaultContent:
+                    mboxParameters:
+                    contentWithDataCallback:
+                )
+        let withData = requestWithData("promo", "d", nil) { _, data in _ = data?.responseTokens }
+        #expect(withData.contentWithDataCallback != nil)
+        let data = TargetContentData(responseTokens: ["activity.id": "1"])
+        #expect(data.analyticsPayload == nil && data.clickMetricAnalyticsPayload == nil)
+        // TargetLoadOptions(notifyDisplay:withData:timeout:) for targetLoadRequests(_:profileParameters:options:),
+        // and a prefetch timeout: targetPrefetchContent(_:profileParameters:timeout:callback:) and its async form.
+        let options = TargetLoadOptions(notifyDisplay: false, withData: true, timeout: .milliseconds(500))
+        #expect(!options.notifyDisplay)
+        let loadWithOptions: ([TargetRequestObject], [String: String]?, TargetLoadOptions) -> Void =
+            client.targetLoadRequests(_:profileParameters:options:)
+        let loadWithOptionsAsync:
+            ([TargetRequestObject], [String: String]?, TargetLoadOptions) async -> [TargetContent] =
+                client.targetLoadRequests(_:profileParameters:options:)
+        let prefetchWithTimeout:
+            ([TargetPrefetchObject], [String: String]?, Duration, (@Sendable (Bool) -> Void)?) -> Void =
+                client.targetPrefetchContent(_:profileParameters:timeout:callback:)
+        let prefetchWithTimeoutAsync: ([TargetPrefetchObject], [String: String]?, Duration) async -> Bool =
+            client.targetPrefetchContent(_:profileParameters:timeout:)
+        // getVisitorIds, setMarketingCloudVisitorId(_:), setCustomerIds(_:) with TargetCustomerId.
+        let getVisitorIds: (@escaping @Sendable (TargetVisitorIds?, (any Error)?) -> Void) -> Void =
+            client.getVisitorIds(_:)
+        let getVisitorIdsAsync: () async throws -> TargetVisitorIds = client.getVisitorIds
+        let setMarketingCloudVisitorId: (String?) -> Void = client.setMarketingCloudVisitorId(_:)
+        let setMarketingCloudVisitorIdAsync: (String?) async throws -> String? = client.setMarketingCloudVisitorId(_:)
+        let customerId: (String, String, MobileVisitorAuthenticationState) -> TargetCustomerId =
+            TargetCustomerId.init(id:integrationCode:authenticatedState:)
+        #expect(customerId("c-1", "crm", .loggedOut).authenticatedState.rawValue == "logged_out")
+        let setCustomerIds: ([TargetCustomerId]) -> Void = client.setCustomerIds(_:)
+        let setCustomerIdsAsync: ([TargetCustomerId]) async throws -> [TargetCustomerId] = client.setCustomerIds(_:)
+
         // Adobe Pass: PreauthorizeRequest.Builder().setResources(_:).disableFeatures(_:).build().
         let preauthorizeRequest = PreauthorizeRequest.Builder()
             .setResources(["resource1", "resource2", "resource3"])
@@ -123,6 +179,10 @@ import Testing
         _ = (getThirdPartyId, getThirdPartyIdAsync, setThirdPartyId, setThirdPartyIdAsync)
         _ = (getTntId, getTntIdAsync, setTntId, setTntIdAsync, getSessionId, getSessionIdAsync)
         _ = (setSessionId, setSessionIdAsync, resetExperience, resetExperienceAsync)
+        _ = (clickedLocation, clickedLocationAsync, displayedLocations, displayedLocationsAsync)
+        _ = (loadWithOptions, loadWithOptionsAsync, prefetchWithTimeout, prefetchWithTimeoutAsync)
+        _ = (getVisitorIds, getVisitorIdsAsync, setMarketingCloudVisitorId, setMarketingCloudVisitorIdAsync)
+        _ = (setCustomerIds, setCustomerIdsAsync)
         _ = (callback, preauthorizeWithCallback, preauthorizeAsync)
     }
 
