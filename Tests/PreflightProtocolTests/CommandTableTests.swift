@@ -148,3 +148,9 @@ struct EntitlementArgumentTests {
         #expect(field(.logout, ["requestor": .string(String(repeating: "r", count: 257))]) == "requestor")
     }
 }
+
+/// Every request's `AppCommand` is copied on the cached path: commands with larger arguments are boxed, so
+/// the enum stays the size of a load's.
+@Test func anAppCommandIsNoLargerThanALoad() {
+    #expect(MemoryLayout<AppCommand>.size <= MemoryLayout<LoadRequestsCommand>.size + 1)
+}
