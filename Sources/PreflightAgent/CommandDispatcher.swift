@@ -299,13 +299,20 @@ public struct CommandDispatcher: RequestHandler {
         case .getThirdPartyId:
             return id("thirdPartyId", visitor.current.thirdPartyId)
         case .setThirdPartyId(let thirdPartyId):
-            visitor.setThirdPartyId(thirdPartyId)
-            return id("thirdPartyId", thirdPartyId)
+            // Set here, so a request the app sends next carries it; written (fsync) in a task.
+            visitor.setThirdPartyId(thirdPartyId, saving: false)
+            return .later {
+                visitor.save()
+                return .success(["thirdPartyId": thirdPartyId.map { .string($0) } ?? .null])
+            }
         case .getTntId:
             return id("tntId", visitor.current.tntId)
         case .setTntId(let tntId):
-            visitor.setTntId(tntId)
-            return id("tntId", tntId)
+            visitor.setTntId(tntId, saving: false)
+            return .later {
+                visitor.save()
+                return .success(["tntId": tntId.map { .string($0) } ?? .null])
+            }
         case .getSessionId:
             return id("sessionId", visitor.sessionId)
         case .setSessionId(let sessionId):
@@ -321,13 +328,17 @@ public struct CommandDispatcher: RequestHandler {
                 "customerIds": .array(current.customerIds.map(\.json)),
             ])
         case .setMarketingCloudVisitorId(let id):
-            visitor.setMarketingCloudVisitorId(id)
-            return .success([
-                "marketingCloudVisitorId": id.map { .string($0) } ?? .null,
-                "customerIds": .array(visitor.current.customerIds.map(\.json)),
-            ])
+            visitor.setMarketingCloudVisitorId(id, saving: false)
+            let customerIds = visitor.current.customerIds
+            return .later {
+                visitor.save()
+                return .success([
+                    "marketingCloudVisitorId": id.map { .string($0) } ?? .null,
+                    "customerIds": .array(customerIds.map(\.json)),
+                ])
+            }
         case .setCustomerIds(let ids):
-            guard visitor.setCustomerIds(ids) else {
+            guard visitor.setCustomerIds(ids, saving: false) else {
                 return .now(
                     .failure(
                         .invalidArgument(
@@ -338,7 +349,10 @@ public struct CommandDispatcher: RequestHandler {
                     )
                 )
             }
-            return .success(["customerIds": .array(ids.map(\.json))])
+            return .later {
+                visitor.save()
+                return .success(["customerIds": .array(ids.map(\.json))])
+            }
         case .resetExperience:
             let target = self.target
             return .later { .success(["cleared": .integer(Int64(await target.resetExperience()))]) }
@@ -357,7 +371,8 @@ public struct CommandDispatcher: RequestHandler {
         case .getAuthentication(let request):
             return .later { .success(await pass.getAuthentication(request).json) }
         case .cancelAuthentication(let requestor):
-            return .success(["cancelled": .bool(pass.cancelAuthentication(requestor: requestor))])
+            // In a task: forgetting the code rewrites pass-signin.json (fsync), never on the I/O thread.
+            return .later { .success(["cancelled": .bool(pass.cancelAuthentication(requestor: requestor))]) }
         case .getAuthorization(let requestor, let resource):
             return .later { .success(await pass.getAuthorization(requestor: requestor, resource: resource).json) }
         case .checkAuthorization(let requestor, let resource):

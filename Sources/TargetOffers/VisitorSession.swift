@@ -161,41 +161,41 @@ public final class VisitorSession: Sendable {
     // MARK: Set by apps (AEP's setThirdPartyId, setTntId, setSessionId, resetExperience)
 
     /// Sets (nil: clears) the third-party id sent as `id.thirdPartyId`, and keeps it.
-    public func setThirdPartyId(_ thirdPartyId: String?) {
+    public func setThirdPartyId(_ thirdPartyId: String?, saving: Bool = true) {
         state.withLock { $0.thirdPartyId = thirdPartyId }
-        save()
+        if saving { save() }
     }
 
     /// Sets (nil: clears) the tntId, and keeps it. The edge host is forgotten: the next answer names the
     /// one for this visitor. (AEP derives it from the tntId's location hint, `….35_0`; the agent does not,
     /// because with `target.serverURL` set that host would replace the configured one.)
-    public func setTntId(_ tntId: String?) {
+    public func setTntId(_ tntId: String?, saving: Bool = true) {
         state.withLock { state in
             state.tntId = tntId
             state.edgeHost = nil
         }
-        save()
+        if saving { save() }
     }
 
     /// Sets (nil: clears) the Experience Cloud visitor id; clearing it clears the customer ids too, which
     /// Target takes only along with it.
-    public func setMarketingCloudVisitorId(_ id: String?) {
+    public func setMarketingCloudVisitorId(_ id: String?, saving: Bool = true) {
         state.withLock { state in
             state.marketingCloudVisitorId = id
             if id == nil { state.customerIds = [] }
         }
-        save()
+        if saving { save() }
     }
 
     /// Replaces the customer ids; false (nothing changed) without a marketingCloudVisitorId, as Target
     /// takes customer ids only along with one.
-    public func setCustomerIds(_ ids: [CustomerId]) -> Bool {
+    public func setCustomerIds(_ ids: [CustomerId], saving: Bool = true) -> Bool {
         let done = state.withLock { state in
             guard state.marketingCloudVisitorId != nil || ids.isEmpty else { return false }
             state.customerIds = ids
             return true
         }
-        if done { save() }
+        if done && saving { save() }
         return done
     }
 
@@ -218,8 +218,9 @@ public final class VisitorSession: Sendable {
         save()
     }
 
-    /// Writes the ids. The snapshot is taken under the save lock, so the last write holds the latest ids.
-    private func save() {
+    /// Writes the ids (a setter told `saving: false` leaves this to its caller, to do off the I/O thread).
+    /// The snapshot is taken under the save lock, so the last write holds the latest ids.
+    public func save() {
         saving.withLock { _ in file?.write(state.withLock { $0.stored }) }
     }
 
