@@ -8,6 +8,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case offersPrefetched = "offers.prefetched"
     case offersCleared = "offers.cleared"
     case targetReset = "target.reset"
+    case targetPrivacy = "target.privacy"
     case upstreamError = "upstream.error"
     case upstreamDown = "upstream.down"
     case upstreamUp = "upstream.up"
@@ -31,6 +32,12 @@ public enum EventTopic: String, CaseIterable, Sendable {
         case .offersCleared: ("`cleared`, `name` when one entry was cleared", "the prefetch cache was emptied")
         case .targetReset:
             ("`cleared` (cached offers dropped), `by` (the command)", "a new Target visitor began (`resetExperience`)")
+        case .targetPrivacy:
+            (
+                "`status`, `previous`, `by` (admin or configuration); with optedOut, `cleared` (cached offers) "
+                    + "and `notificationsDropped`",
+                "the box's Target privacy status changed"
+            )
         case .upstreamError:
             ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")
         case .upstreamDown:

@@ -203,6 +203,8 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     case unparseable(String)
     /// Not sent: Target is down (calls in a row got no answer) and the agent probes it in the background.
     case upstreamDown(String)
+    /// Not sent: the box's privacy status (`target.privacy`) is not `optedIn`.
+    case notOptedIn(TargetPrivacy)
 
     /// Target refused the request as invalid (400): retrying the same request cannot succeed. Only
     /// notifications can make the agent's own requests invalid (a bad token, a timestamp Target does not
@@ -217,7 +219,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     public var isNetwork: Bool {
         switch self {
         case .timeout, .network: true
-        case .status, .message, .unparseable, .upstreamDown: false
+        case .status, .message, .unparseable, .upstreamDown, .notOptedIn: false
         }
     }
 
@@ -230,6 +232,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .message: "message"
         case .unparseable: "unparseable"
         case .upstreamDown: "upstreamDown"
+        case .notOptedIn: "privacy"
         }
     }
 
@@ -241,6 +244,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .message(let message): message
         case .unparseable(let detail): detail
         case .upstreamDown(let detail): detail
+        case .notOptedIn(let status): "not sent: the box's Target privacy status is \(status.rawValue)"
         }
     }
 }

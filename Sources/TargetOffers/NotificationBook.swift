@@ -67,10 +67,10 @@ struct NotificationBook: Sendable {
         var unconfirmed: [DisplayNotification] = []
         var confirmed: [String] = []
         for notification in batch {
-            inFlight[notification.id] = nil
+            let live = inFlight.removeValue(forKey: notification.id) != nil
             if acknowledged.contains(notification.id) {
                 confirmed.append(notification.id)
-            } else {
+            } else if live {
                 unconfirmed.append(notification)
             }
         }
@@ -89,8 +89,7 @@ struct NotificationBook: Sendable {
         now: ContinuousClock.Instant,
         epochMs: Int64
     ) {
-        for notification in batch { inFlight[notification.id] = nil }
-        pending.prepend(contentsOf: batch)
+        pending.prepend(contentsOf: batch.filter { inFlight.removeValue(forKey: $0.id) != nil })
         consecutiveFailures += 1
         counters.failedAttempts += 1
         counters.lastError = error
@@ -101,11 +100,23 @@ struct NotificationBook: Sendable {
     /// Puts back a batch that rode along with work in a request Target refused as invalid: not a failure
     /// (no backoff), but suspects, to be sent on their own and isolated.
     mutating func suspect(_ batch: [DisplayNotification]) {
-        for notification in batch {
-            inFlight[notification.id] = nil
-            suspects.insert(notification.id)
-        }
-        pending.prepend(contentsOf: batch)
+        let live = batch.filter { inFlight.removeValue(forKey: $0.id) != nil }
+        for notification in live { suspects.insert(notification.id) }
+        pending.prepend(contentsOf: live)
+    }
+
+    /// Drops everything not yet confirmed (the box opted out of Target): pending ones at once, and those in
+    /// flight when their send settles (they are no longer live, so nothing puts them back). Returns the
+    /// ids, for the journal.
+    mutating func dropAll() -> [String] {
+        let dropped = Array(inFlight.keys) + pending.map(\.id)
+        counters.droppedOptedOut += dropped.count
+        pending.removeAll()
+        inFlight.removeAll()
+        suspects.removeAll()
+        consecutiveFailures = 0
+        retryAt = nil
+        return dropped
     }
 
     /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.

@@ -158,7 +158,13 @@ struct NotificationJournal: Sendable {
 
     /// With nothing live, a long history is dead weight: start the file afresh.
     mutating func truncateIfLong() {
-        guard lines > 1000, let file else { return }
+        guard lines > 1000 else { return }
+        truncate()
+    }
+
+    /// Starts the file afresh (nothing may be live): a box that opted out keeps no trace of what it showed.
+    mutating func truncate() {
+        guard let file else { return }
         if (try? file.truncate()) != nil {
             lines = 0
             dirty = true

@@ -19,6 +19,8 @@ public final class NotificationQueue: Sendable {
         public var failedAttempts = 0
         public var droppedOverflow = 0
         public var replayed = 0
+        /// Dropped unsent because the box opted out of Target (`target.privacy`).
+        public var droppedOptedOut = 0
         /// Dropped because Target refused them as invalid (a bad token or timestamp), never retried.
         public var refused = 0
         public var lastError: String?
@@ -99,6 +101,19 @@ public final class NotificationQueue: Sendable {
         state.withLock { state in
             state.journal.acknowledge(state.book.reject(notification, reason: reason, epochMs: epoch))
             state.journal.commit()
+        }
+    }
+
+    /// Drops every notification not yet confirmed (the box opted out of Target), from the queue and the
+    /// journal. Returns how many.
+    @discardableResult
+    public func dropAll() -> Int {
+        state.withLock { state in
+            let dropped = state.book.dropAll()
+            state.journal.acknowledge(dropped)
+            state.journal.commit()
+            state.journal.truncate()
+            return dropped.count
         }
     }
 

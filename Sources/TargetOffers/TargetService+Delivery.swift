@@ -23,6 +23,9 @@ extension TargetService {
         execute: [DeliveryMbox],
         profile: [Parameter]
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
+        // Not sent at all unless the box is opted in; loads then get their default content.
+        let privacy = self.privacy
+        guard privacy.allowsSending else { return .failure(.notOptedIn(privacy)) }
         // Nothing rides along while Target is down: the call is refused at once.
         let batch =
             circuit?.state.isDown == true
@@ -128,7 +131,7 @@ extension TargetService {
     /// While Target is down and a probe is due, one Delivery call with nothing in it (context and
     /// identity only): any answer brings Target back up, and the notifications held back go at once.
     func probeIfDue() async {
-        guard let circuit, circuit.probeDue else { return }
+        guard let circuit, circuit.probeDue, privacy.allowsSending else { return }
         _ = await send(operation: "probe", probe: true)
         // Any answer, even an error status, means Target is reachable again.
         if !circuit.state.isDown { notifications.clearBackoff() }

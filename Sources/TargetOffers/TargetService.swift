@@ -77,6 +77,8 @@ public final class TargetService: Sendable {
     let loadedClicks = Mutex<[String: LoadedClick]>([:])
     /// Cached offers loaded with `notifyDisplay: false`, by name, until `displayedLocations` counts them.
     let deferredDisplays = Mutex<[String: DeferredDisplay]>([:])
+    /// The privacy status in force and the file that keeps the admin's choice.
+    let privacySetting: PrivacySetting
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
 
     public init(
@@ -108,6 +110,20 @@ public final class TargetService: Sendable {
             clock: time,
             logger: logger
         )
+        self.privacySetting = PrivacySetting(
+            configured: configuration.privacy,
+            file: stateDirectory.map { StateFile(path: "\($0)/target-privacy.json", logger: logger) }
+        )
+        if privacySetting.status == .optedOut {
+            // Whatever a journal or visitor file holds from before the opt-out goes now, without an event.
+            let dropped = forgetEverythingForOptOut()
+            logger.notice(
+                "Target privacy is optedOut: nothing is sent to Target",
+                metadata: ["notificationsDropped": "\(dropped.notifications)"]
+            )
+        } else if privacySetting.status == .unknown {
+            logger.notice("Target privacy is unknown: nothing is sent to Target until it is optedIn")
+        }
     }
 
     public var configuration: TargetConfiguration {
@@ -128,6 +144,9 @@ public final class TargetService: Sendable {
         }
         cache.setBudget(configuration.cacheBudgetBytes)
         visitor.setTimeout(configuration.sessionTimeout)
+        if let previous = privacySetting.configure(configuration.privacy) {
+            applyPrivacy(configuration.privacy, previous: previous, by: "configuration")
+        }
     }
 
     public var counters: TargetCounters {
@@ -396,6 +415,8 @@ extension TargetService {
         case unknownMbox
         /// Target sent no click metric for it.
         case noClickMetric
+        /// The box opted out of Target (`target.privacy`).
+        case optedOut
     }
 
     /// The most network-loaded mboxes whose click metric is kept (AEP keeps them all; a box runs for months).
@@ -421,6 +442,7 @@ extension TargetService {
     /// the mbox (its prefetched offer first, else its last load from Target), journaled and sent as display
     /// notifications are. Nothing is queued when there is no such metric.
     public func clickedLocation(_ command: ClickedLocationCommand) -> Result<Void, ClickRefusal> {
+        if privacy == .optedOut { return .failure(.optedOut) }
         let click: LoadedClick
         if let offer = cache.peek(command.name) {
             guard let token = offer.clickToken else { return .failure(.noClickMetric) }

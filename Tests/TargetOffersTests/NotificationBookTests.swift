@@ -1,4 +1,6 @@
+import Logging
 import PreflightProtocol
+import StateFiles
 import Testing
 
 @testable import TargetOffers
@@ -56,5 +58,59 @@ import Testing
         let book = NotificationBook(capacity: 10, replayed: [notification("a"), notification("b")])
         #expect(book.summary.pending == 2 && book.summary.counters.replayed == 2)
         #expect(book.summary.oldestTimestampMs == epoch)
+    }
+
+    @Test func optingOutDropsPendingAndInFlightAndASettledSendPutsNothingBack() {
+        var book = NotificationBook(capacity: 10)
+        for id in ["a", "b", "c", "d"] { _ = book.enqueue(notification(id)) }
+        let first = book.take(max: 1)
+        let second = book.take(max: 1)
+        let third = book.take(max: 1)
+        #expect(Set(book.dropAll()) == ["a", "b", "c", "d"])
+        #expect(book.isIdle && book.summary.counters.droppedOptedOut == 4)
+        // The sends in flight settle afterwards: unconfirmed, failed or refused, none comes back.
+        #expect(book.complete(first, acknowledged: ["a"]) == ["a"])
+        book.fail(second, error: "HTTP 503", now: origin, epochMs: epoch)
+        book.suspect(third)
+        #expect(book.isIdle && book.suspects.isEmpty)
+    }
+}
+
+/// `target.privacy`: configuration and the admin command, the later of the two winning.
+@Suite struct PrivacySettingTests {
+    private func file() -> StateFile {
+        StateFile(path: "/tmp/pf-privacy-\(RandomUUID.make()).json", logger: Logger(label: "test"))
+    }
+
+    @Test func theAdminChoiceOutlivesARestartUntilTheConfiguredValueChanges() {
+        let file = file()
+        defer { try? FileSystem.remove(file.path) }
+        let setting = PrivacySetting(configured: .optedIn, file: file)
+        #expect(setting.status == .optedIn && !setting.setByAdmin)
+        #expect(setting.set(.optedOut) == .optedIn)
+        // A restart with the same configuration keeps the admin's choice...
+        let restarted = PrivacySetting(configured: .optedIn, file: file)
+        #expect(restarted.status == .optedOut && restarted.setByAdmin)
+        // ...a reload with the same configured value changes nothing...
+        #expect(restarted.configure(.optedIn) == nil && restarted.status == .optedOut)
+        // ...and a new configured value applies, and forgets the admin's choice.
+        #expect(restarted.configure(.unknown) == .optedOut)
+        #expect(restarted.status == .unknown && !restarted.setByAdmin)
+        #expect(PrivacySetting(configured: .unknown, file: file).status == .unknown)
+    }
+
+    @Test func aConfigurationChangedWhileTheAgentWasDownWins() {
+        let file = file()
+        defer { try? FileSystem.remove(file.path) }
+        _ = PrivacySetting(configured: .optedIn, file: file).set(.optedOut)
+        let started = PrivacySetting(configured: .unknown, file: file)
+        #expect(started.status == .unknown && !started.setByAdmin)
+    }
+
+    @Test func aReloadToTheStatusInForceReportsNoChange() {
+        let setting = PrivacySetting(configured: .optedIn, file: nil)
+        _ = setting.set(.unknown)
+        #expect(setting.configure(.unknown) == nil)
+        #expect(setting.status == .unknown && !setting.setByAdmin)
     }
 }
