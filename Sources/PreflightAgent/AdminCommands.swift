@@ -32,7 +32,8 @@ extension CommandDispatcher {
             return .success(["offers": .array(target.cache.entries.map(offerSummary))])
         case .offersShow:
             let name = try arguments.requiredString("name")
-            guard let offer = target.cache.peek(name) else {
+            let property = try arguments.optionalString("propertyToken")
+            guard let offer = target.cache.peek(OfferKey(name, property: target.property(property))) else {
                 throw .invalidArgument("name", "no cached offer named \"\(name)\"; preflightctl offers list shows them")
             }
             var detail = offerSummary(offer).objectValue ?? JSONObject()
@@ -106,6 +107,7 @@ extension CommandDispatcher {
     private func offerSummary(_ offer: CachedOffer) -> JSONValue {
         [
             "name": .string(offer.name),
+            "propertyToken": offer.property.map { .string($0) } ?? .null,
             "bytes": .integer(Int64(offer.bytes)),
             "cachedAtMs": .integer(offer.cachedAtEpochMs),
             "ageMs": .integer(milliseconds(ContinuousClock.now - offer.cachedAt)),

@@ -28,12 +28,14 @@ public struct DeliveryCodec: Sendable {
         self.configuration = configuration
     }
 
-    /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity.
+    /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity, under
+    /// `property` (nil: the configured `target.propertyToken`).
     public func request(
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
         profileParameters: [Parameter] = [],
         notifications: [DisplayNotification] = [],
+        property: String? = nil,
         visitor: VisitorSession.Snapshot,
         timeOffsetInMinutes: Int
     ) -> HTTPRequest {
@@ -53,8 +55,9 @@ public struct DeliveryCodec: Sendable {
         if let logging = configuration.analyticsLogging {
             body["experienceCloud"] = ["analytics": ["logging": .string(logging)]]
         }
-        if !configuration.propertyToken.isEmpty {
-            body["property"] = ["token": .string(configuration.propertyToken)]
+        let propertyToken = property ?? configuration.propertyToken
+        if !propertyToken.isEmpty {
+            body["property"] = ["token": .string(propertyToken)]
         }
         if !prefetch.isEmpty {
             body["prefetch"] = ["mboxes": .array(mboxes(prefetch, profileParameters: profileParameters))]

@@ -51,12 +51,33 @@ struct NotificationBook: Sendable {
         return dropped
     }
 
-    /// Takes up to `max` pending notifications to send; they stay live (in flight) until settled. A batch
-    /// to `ride` along with other work is empty while suspects wait to be sent on their own.
-    mutating func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
+    /// Takes up to `max` pending notifications to send, oldest first, all of one property (a Delivery request
+    /// carries one): `property` for a batch to `ride` along with that property's work, else the oldest one's.
+    /// They stay live (in flight) until settled. A batch to ride along is empty while suspects wait to be
+    /// sent on their own.
+    mutating func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
         if ride && !suspects.isEmpty { return [] }
-        let batch = Array(pending.prefix(max))
-        pending.removeFirst(batch.count)
+        guard let first = pending.first else { return [] }
+        let wanted = ride ? property : first.property
+        var batch: [DisplayNotification]
+        let run = pending.prefix(max).prefix { $0.property == wanted }
+        if run.count == min(max, pending.count) {
+            // One property at the front (every box with one publisher): a slice off the front.
+            batch = Array(run)
+            pending.removeFirst(batch.count)
+        } else {
+            // Several properties interleaved: this property's oldest, the others keeping their order.
+            batch = []
+            var others = Deque<DisplayNotification>()
+            for notification in pending {
+                if batch.count < max && notification.property == wanted {
+                    batch.append(notification)
+                } else {
+                    others.append(notification)
+                }
+            }
+            pending = others
+        }
         for notification in batch { inFlight[notification.id] = notification }
         return batch
     }

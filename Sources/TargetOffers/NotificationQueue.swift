@@ -78,12 +78,13 @@ public final class NotificationQueue: Sendable {
         state.withLock { $0.journal.commit() }
     }
 
-    /// Takes up to `max` notifications to send (they stay journaled until confirmed). A batch to `ride`
-    /// along with prefetch or execute work is empty while refused notifications wait to be isolated.
-    public func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
+    /// Takes up to `max` notifications of one property to send (they stay journaled until confirmed). A
+    /// batch to `ride` along with prefetch or execute work under `property` holds only that property's, and
+    /// is empty while refused notifications wait to be isolated.
+    public func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
         state.withLock { state in
             state.journal.commit()
-            return state.book.take(max: max, ride: ride)
+            return state.book.take(max: max, ride: ride, property: property)
         }
     }
 

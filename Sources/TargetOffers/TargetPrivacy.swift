@@ -70,6 +70,11 @@ final class PrivacySetting: Sendable {
         return previous
     }
 
+    /// Whether `configure(configured)` would change the configured value (and so maybe the status).
+    func configures(_ configured: TargetPrivacy) -> Bool {
+        state.withLock { $0.configured != configured }
+    }
+
     /// A reloaded configuration: a changed configured value applies (and replaces the admin's choice);
     /// the same one changes nothing. Returns the previous status when the status in force changed.
     func configure(_ configured: TargetPrivacy) -> TargetPrivacy? {

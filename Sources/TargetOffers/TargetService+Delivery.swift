@@ -21,7 +21,8 @@ extension TargetService {
         operation: String,
         prefetch: [DeliveryMbox],
         execute: [DeliveryMbox],
-        profile: [Parameter]
+        profile: [Parameter],
+        property: String? = nil
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         // Not sent at all unless the box is opted in; loads then get their default content.
         let privacy = self.privacy
@@ -29,13 +30,15 @@ extension TargetService {
         // Nothing rides along while Target is down: the call is refused at once.
         let batch =
             circuit?.state.isDown == true
-            ? [] : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true))
+            ? []
+            : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true, property: property))
         let result = await send(
             operation: operation,
             prefetch: prefetch,
             execute: execute,
             profile: profile,
-            notifications: batch
+            notifications: batch,
+            property: property
         )
         switch result {
         case .success(let response):
@@ -49,7 +52,13 @@ extension TargetService {
                     "operation": "\(operation)", "notifications": "\(batch.count)", "detail": "\(failure.detail)",
                 ]
             )
-            return await send(operation: operation, prefetch: prefetch, execute: execute, profile: profile)
+            return await send(
+                operation: operation,
+                prefetch: prefetch,
+                execute: execute,
+                profile: profile,
+                property: property
+            )
         case .failure(let failure):
             notifications.fail(batch, error: failure.detail)
             return result
@@ -75,7 +84,8 @@ extension TargetService {
     /// Returns false after a transient failure.
     @discardableResult
     private func sendIsolating(_ batch: [DisplayNotification]) async -> Bool {
-        switch await send(operation: "notifications", notifications: batch) {
+        // A batch holds one property's notifications (`NotificationQueue.take`).
+        switch await send(operation: "notifications", notifications: batch, property: batch.first?.property) {
         case .success(let response):
             notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
             return true
@@ -147,6 +157,7 @@ extension TargetService {
         execute: [DeliveryMbox] = [],
         profile: [Parameter] = [],
         notifications batch: [DisplayNotification] = [],
+        property: String? = nil,
         probe: Bool = false
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         if prefetch.isEmpty && execute.isEmpty && batch.isEmpty && !probe {
@@ -166,6 +177,7 @@ extension TargetService {
             execute: execute,
             profileParameters: profile,
             notifications: batch,
+            property: property,
             visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
         )

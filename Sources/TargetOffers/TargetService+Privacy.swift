@@ -15,22 +15,30 @@ extension TargetService {
     /// Writes a state file: call it off the I/O thread. Returns the previous status.
     @discardableResult
     public func setPrivacy(_ status: TargetPrivacy) -> TargetPrivacy {
-        let previous = privacySetting.set(status)
-        if previous != status { applyPrivacy(status, previous: previous, by: "admin") }
+        var previous = status
+        switchPrivacy(to: status, by: "admin") {
+            previous = privacySetting.set(status)
+            return previous
+        }
         return previous
     }
 
-    /// What a change of status does at once. Opting out forgets the visitor (ids, session, edge host, on
-    /// disk too), the cached offers, the notifications not yet confirmed (queue and journal), and the click
-    /// metrics and deferred displays kept for apps: nothing the box learned from Target or would tell it
-    /// stays. `unknown` and `optedIn` drop nothing: the sender holds notifications while the status is not
+    /// Changes the status by `change` (which returns the previous one, or nil when nothing changed) and applies
+    /// it. Opting out forgets the visitor (ids, session, edge host, on disk too), the cached offers, the
+    /// notifications not yet confirmed (queue and journal), and the click metrics and deferred displays kept
+    /// for apps: nothing the box learned from Target or would tell it stays. That happens before the switch
+    /// (whoever sees `optedOut` sees it all gone) and once more after it, for what a call finishing meanwhile
+    /// left. `unknown` and `optedIn` drop nothing: the sender holds notifications while the status is not
     /// `optedIn`, and sends them once it is.
-    func applyPrivacy(_ status: TargetPrivacy, previous: TargetPrivacy, by: String) {
+    func switchPrivacy(to status: TargetPrivacy, by: String, _ change: () -> TargetPrivacy?) {
+        var dropped = status == .optedOut ? forgetEverythingForOptOut() : (offers: 0, notifications: 0)
+        guard let previous = change(), previous != status else { return }
         var body: JSONObject = [
             "status": .string(status.rawValue), "previous": .string(previous.rawValue), "by": .string(by),
         ]
         if status == .optedOut {
-            let dropped = forgetEverythingForOptOut()
+            let late = forgetEverythingForOptOut()
+            dropped = (dropped.offers + late.offers, dropped.notifications + late.notifications)
             body["cleared"] = .integer(Int64(dropped.offers))
             body["notificationsDropped"] = .integer(Int64(dropped.notifications))
             logger.notice(

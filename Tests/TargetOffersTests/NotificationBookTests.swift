@@ -10,10 +10,29 @@ import Testing
     private let origin = ContinuousClock.now
     private let epoch: Int64 = 1_800_000_000_000
 
-    private func notification(_ id: String, at epochMs: Int64 = 1_800_000_000_000) -> DisplayNotification {
+    private func notification(
+        _ id: String,
+        at epochMs: Int64 = 1_800_000_000_000,
+        property: String? = nil
+    ) -> DisplayNotification {
         DisplayNotification(
-            deliveryJSON: ["id": .string(id), "timestamp": .integer(epochMs), "mbox": ["name": .string("m-\(id)")]]
+            deliveryJSON: ["id": .string(id), "timestamp": .integer(epochMs), "mbox": ["name": .string("m-\(id)")]],
+            property: property
         )!
+    }
+
+    @Test func aBatchHoldsOnePropertysNotificationsOldestFirstTheOthersKeepingTheirOrder() {
+        var book = NotificationBook(capacity: 10)
+        for (id, property) in [("a", nil), ("b", "ws-b"), ("c", nil), ("d", "ws-b"), ("e", nil)] as [(String, String?)]
+        {
+            _ = book.enqueue(notification(id, property: property))
+        }
+        #expect(book.take(max: 2).map(\.id) == ["a", "c"])
+        #expect(book.pending.map(\.id) == ["b", "d", "e"])
+        // Riding along with ws-b's work: only ws-b's; with the configured property's: none of ws-b's.
+        #expect(book.take(max: 10, ride: true, property: "ws-b").map(\.id) == ["b", "d"])
+        #expect(book.take(max: 10, ride: true, property: "ws-c").isEmpty)
+        #expect(book.take(max: 10).map(\.id) == ["e"] && book.pending.isEmpty)
     }
 
     @Test func overCapacityTheOldestPendingIsDroppedAndItsIdReturnedForTheJournal() {
