@@ -31,7 +31,7 @@ public struct DisplayNotification: Sendable, Hashable {
         stampedByBoxClock: Bool = false
     ) -> DisplayNotification {
         make(
-            type: "display",
+            typeAndTimestamp: "\",\"type\":\"display\",\"timestamp\":",
             mboxName: offer.name,
             property: offer.property,
             fragment: offer.notificationFragment,
@@ -54,7 +54,7 @@ public struct DisplayNotification: Sendable, Hashable {
         stampedByBoxClock: Bool = false
     ) -> DisplayNotification {
         make(
-            type: "click",
+            typeAndTimestamp: "\",\"type\":\"click\",\"timestamp\":",
             mboxName: name,
             property: property,
             fragment: fragment(mbox: name, state: state, tokens: [token]),
@@ -80,8 +80,9 @@ public struct DisplayNotification: Sendable, Hashable {
         return fragment.bytes
     }
 
+    /// `typeAndTimestamp` is the literal between the id and the timestamp's digits, type included: one append.
     private static func make(
-        type: StaticString,
+        typeAndTimestamp: StaticString,
         mboxName: String,
         property: String?,
         fragment: [UInt8],
@@ -94,9 +95,7 @@ public struct DisplayNotification: Sendable, Hashable {
         var writer = JSONWriter(reservingCapacity: 96 + fragment.count)
         writer.appendASCII("{\"id\":\"")
         writer.appendASCII(id)  // hex digits and dashes: nothing to escape
-        writer.appendASCII("\",\"type\":\"")
-        writer.appendASCII(type)
-        writer.appendASCII("\",\"timestamp\":")
+        writer.appendASCII(typeAndTimestamp)
         let digitsStart = writer.bytes.count
         writer.writeInteger(timestampMs)
         let digits = digitsStart..<writer.bytes.count

@@ -220,7 +220,10 @@ public final class PrefetchCache: Sendable {
     }
 
     private struct State: Sendable {
-        var index: [OfferKey: Int] = [:]
+        /// The configured property's entries by name: the common case, a lookup hashing only the name.
+        var index: [String: Int] = [:]
+        /// Entries of other properties (`propertyToken` loads).
+        var otherProperties: [OfferKey: Int] = [:]
         var slots: [Slot] = []
         var freeSlots: [Int] = []
         var oldest = -1
@@ -255,13 +258,25 @@ public final class PrefetchCache: Sendable {
                 slot = slots.count
                 slots.append(Slot(offer: offer))
             }
-            index[offer.key] = slot
+            if let property = offer.property {
+                otherProperties[OfferKey(offer.name, property: property)] = slot
+            } else {
+                index[offer.name] = slot
+            }
             linkAsNewest(slot)
             bytes += offer.bytes
         }
 
+        var count: Int { index.count + otherProperties.count }
+
+        func slot(of key: OfferKey) -> Int? {
+            key.property == nil ? index[key.name] : otherProperties[key]
+        }
+
         mutating func remove(_ key: OfferKey) -> CachedOffer? {
-            guard let slot = index.removeValue(forKey: key), let offer = slots[slot].offer else { return nil }
+            let removed =
+                key.property == nil ? index.removeValue(forKey: key.name) : otherProperties.removeValue(forKey: key)
+            guard let slot = removed, let offer = slots[slot].offer else { return nil }
             unlink(slot)
             slots[slot].offer = nil
             freeSlots.append(slot)
@@ -271,6 +286,7 @@ public final class PrefetchCache: Sendable {
 
         mutating func removeAll() {
             index = [:]
+            otherProperties = [:]
             slots = []
             freeSlots = []
             oldest = -1
@@ -299,7 +315,7 @@ public final class PrefetchCache: Sendable {
     /// The entry for `key`, counted as a hit and made most recent.
     public func hit(_ key: OfferKey, now: ContinuousClock.Instant) -> CachedOffer? {
         state.withLock { state in
-            guard let slot = state.index[key], let offer = state.slots[slot].offer else { return nil }
+            guard let slot = state.slot(of: key), let offer = state.slots[slot].offer else { return nil }
             offer.countHit()
             if state.newest != slot {
                 state.unlink(slot)
@@ -316,7 +332,7 @@ public final class PrefetchCache: Sendable {
 
     /// The entry without counting a hit (for admin views).
     public func peek(_ key: OfferKey) -> CachedOffer? {
-        state.withLock { state in state.index[key].flatMap { state.slots[$0].offer } }
+        state.withLock { state in state.slot(of: key).flatMap { state.slots[$0].offer } }
     }
 
     /// The configured property's entry for `name`, without counting a hit.
@@ -328,10 +344,10 @@ public final class PrefetchCache: Sendable {
     public func clear(name: String? = nil) -> Int {
         state.withLock { state in
             if let name {
-                let keys = state.index.keys.filter { $0.name == name }
+                let keys = [OfferKey(name)] + state.otherProperties.keys.filter { $0.name == name }
                 return keys.reduce(0) { count, key in count + (state.remove(key) == nil ? 0 : 1) }
             }
-            let count = state.index.count
+            let count = state.count
             state.removeAll()
             return count
         }
@@ -352,14 +368,14 @@ public final class PrefetchCache: Sendable {
     }
 
     public var summary: Summary {
-        state.withLock { Summary(entries: $0.index.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions) }
+        state.withLock { Summary(entries: $0.count, bytes: $0.bytes, budget: $0.budget, evictions: $0.evictions) }
     }
 
     /// Entries, most recently used first.
     public var entries: [CachedOffer] {
         state.withLock { state in
             var result: [CachedOffer] = []
-            result.reserveCapacity(state.index.count)
+            result.reserveCapacity(state.count)
             var cursor = state.newest
             while cursor >= 0, let offer = state.slots[cursor].offer {
                 result.append(offer)
