@@ -21,7 +21,8 @@ extension TargetService {
         operation: String,
         prefetch: [DeliveryMbox],
         execute: [DeliveryMbox],
-        profile: [Parameter]
+        profile: [Parameter],
+        trace: TargetTrace? = nil
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         // Nothing rides along while Target is down: the call is refused at once.
         let batch =
@@ -32,7 +33,8 @@ extension TargetService {
             prefetch: prefetch,
             execute: execute,
             profile: profile,
-            notifications: batch
+            notifications: batch,
+            trace: trace
         )
         switch result {
         case .success(let response):
@@ -46,7 +48,13 @@ extension TargetService {
                     "operation": "\(operation)", "notifications": "\(batch.count)", "detail": "\(failure.detail)",
                 ]
             )
-            return await send(operation: operation, prefetch: prefetch, execute: execute, profile: profile)
+            return await send(
+                operation: operation,
+                prefetch: prefetch,
+                execute: execute,
+                profile: profile,
+                trace: trace
+            )
         case .failure(let failure):
             notifications.fail(batch, error: failure.detail)
             return result
@@ -138,12 +146,17 @@ extension TargetService {
 
     /// One Delivery API exchange: the request, the counters, what the visitor learns, and the log line and
     /// event of a failure. Settling notifications is the caller's.
+    ///
+    /// While a preview is on, the request carries its QA mode token. When Target refuses that token, the
+    /// preview ends and the request is sent again at once without it: the work and the notifications it
+    /// carried are not the fault, and must neither fail nor be dropped as invalid.
     private func send(
         operation: String,
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
         profile: [Parameter] = [],
         notifications batch: [DisplayNotification] = [],
+        trace: TargetTrace? = nil,
         probe: Bool = false
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         if prefetch.isEmpty && execute.isEmpty && batch.isEmpty && !probe {
@@ -158,19 +171,27 @@ extension TargetService {
             )
         }
         let identity = visitor.begin()
+        let now = clock.now()
+        let (preview, previewGeneration) = previewBox.withLock { ($0.active(at: now), $0.generation) }
         let request = DeliveryCodec(configuration: configuration).request(
             prefetch: prefetch,
             execute: execute,
             profileParameters: profile,
             notifications: batch,
             visitor: identity,
-            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
+            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60,
+            qaModeToken: preview?.token,
+            trace: trace
         )
         let started = ContinuousClock.now
         let result: Result<DeliveryResponse, DeliveryFailure>
         do {
             let response = try await transport.send(request)
-            result = Result { () throws(DeliveryFailure) in try DeliveryResponse.decode(response) }
+            result = Result { () throws(DeliveryFailure) in
+                var decoded = try DeliveryResponse.decode(response)
+                decoded.previewGeneration = previewGeneration
+                return decoded
+            }
         } catch {
             switch error.kind {
             case .upstreamDown:
@@ -229,6 +250,18 @@ extension TargetService {
                     "message": .string(failure.detail),
                 ]
             )
+            if let preview, failure.refusesQAModeToken {
+                endRefusedPreview(preview, detail: failure.detail)
+                return await send(
+                    operation: operation,
+                    prefetch: prefetch,
+                    execute: execute,
+                    profile: profile,
+                    notifications: batch,
+                    trace: trace,
+                    probe: probe
+                )
+            }
         }
         return result
     }
