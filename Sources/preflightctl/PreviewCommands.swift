@@ -63,7 +63,8 @@ struct TargetPreview: AgentCommand {
         if end {
             print(result["ended"] == .bool(true) ? "Preview ended; \(dropped)." : "No preview was on.")
         } else if let summary = previewSummary(result) {
-            print(token == nil ? "Preview \(summary)." : "Preview \(summary); \(dropped).")
+            let effect = "every app gets Target's QA mode offers"
+            print(token == nil ? "Preview \(summary): \(effect)." : "Preview \(summary): \(effect); \(dropped).")
         } else {
             print("No preview: apps get Target's live activities.")
         }
