@@ -156,14 +156,7 @@ private final class PublishedEvents: Sendable {
     )
         -> TargetService
     {
-        TargetService(
-            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
-            transport: transport,
-            stateDirectory: nil,
-            clock: clock,
-            logger: logger,
-            publish: { events.record($0, $1) }
-        )
+        targetService(transport, clock: clock) { events.record($0, $1) }
     }
 
     private func load(_ names: [String], from target: TargetService) -> Bool {
@@ -262,14 +255,7 @@ private final class PublishedEvents: Sendable {
 
     @Test func offersDecidedBeforeAPreviewBeganAreNotCachedDuringIt() async {
         let gate = GatedDelivery(PreviewingDelivery())
-        let target = TargetService(
-            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
-            transport: gate,
-            stateDirectory: nil,
-            clock: manualClock(),
-            logger: logger,
-            publish: { _, _ in }
-        )
+        let target = targetService(gate)
         async let prefetched = target.prefetch(PrefetchCommand(mboxes: [PrefetchMbox(name: "logo")]))
         await gate.waitForRequest()
         _ = target.startPreview(token: "preview-token-1", duration: .seconds(60))
@@ -304,17 +290,6 @@ private final class GatedDelivery: HTTPTransport {
 }
 
 @Suite struct TracedLoadTests {
-    private func service(_ transport: PreviewingDelivery) -> TargetService {
-        TargetService(
-            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
-            transport: transport,
-            stateDirectory: nil,
-            clock: manualClock(),
-            logger: logger,
-            publish: { _, _ in }
-        )
-    }
-
     private func traced(_ names: [String], token: String) -> TracedLoadCommand {
         TracedLoadCommand(
             load: LoadRequestsCommand(requests: names.map { LoadRequest(name: $0, defaultContent: "d") }),
@@ -324,7 +299,7 @@ private final class GatedDelivery: HTTPTransport {
 
     @Test func aTracedLoadGoesToTargetEvenForACachedOfferAndCarriesItsTrace() async throws {
         let delivery = PreviewingDelivery()
-        let target = service(delivery)
+        let target = targetService(delivery)
         target.cache.store(offer("logo", content: "cached"))
         let result = try JSONReader.read(await target.tracedLoad(traced(["logo"], token: "trace-token-1")))
         #expect(
@@ -346,7 +321,7 @@ private final class GatedDelivery: HTTPTransport {
     }
 
     @Test func aTokenTargetDoesNotAcceptGetsItsAnswerWithoutATrace() async throws {
-        let target = service(PreviewingDelivery())
+        let target = targetService(PreviewingDelivery())
         let result = try JSONReader.read(await target.tracedLoad(traced(["logo"], token: "wrong")))
         #expect(result == ["contents": [["name": "logo", "content": "L", "source": "network", "trace": .null]]])
     }
