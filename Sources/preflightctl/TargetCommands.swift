@@ -4,8 +4,7 @@ import PreflightProtocol
 struct TargetGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "target",
-        abstract:
-            "The box's Target visitor (show its ids, or start a new one for a new household) and previews.",
+        abstract: "The box's Target visitor: show its ids, or start a new visitor for a new household.",
         subcommands: [TargetVisitor.self, TargetReset.self, TargetPreview.self]
     )
 }
