@@ -213,7 +213,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TargetOffersTests",
-            dependencies: ["TargetOffers", "PreflightCore", "PreflightProtocol", "UpstreamHTTP"],
+            dependencies: ["TargetOffers", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP"],
             swiftSettings: testSettings
         ),
         .testTarget(

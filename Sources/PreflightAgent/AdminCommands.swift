@@ -32,7 +32,8 @@ extension CommandDispatcher {
             return .success(["offers": .array(target.cache.entries.map(offerSummary))])
         case .offersShow:
             let name = try arguments.requiredString("name")
-            guard let offer = target.cache.peek(name) else {
+            let property = try arguments.optionalString("propertyToken")
+            guard let offer = target.cache.peek(OfferKey(name, property: target.property(property))) else {
                 throw .invalidArgument("name", "no cached offer named \"\(name)\"; preflightctl offers list shows them")
             }
             var detail = offerSummary(offer).objectValue ?? JSONObject()
@@ -80,6 +81,20 @@ extension CommandDispatcher {
                 )
             }
             return .success(pass.clear(requestor: requestor, registration: registration).json)
+        case .targetPrivacy:
+            try arguments.onlyKeys(["status"], describing: "target.privacy")
+            guard let name = try arguments.optionalString("status") else { return .success(privacyResult()) }
+            guard let status = TargetPrivacy(rawValue: name) else {
+                throw .invalidArgument("status", "must be one of \(TargetPrivacy.names); got \"\(name)\"")
+            }
+            let target = self.target
+            // In a task: it writes target-privacy.json, and opting out rewrites the journal and visitor file.
+            return .later {
+                let previous = target.setPrivacy(status)
+                var result = self.privacyResult().objectValue ?? [:]
+                result["previous"] = .string(previous.rawValue)
+                return .success(.object(result))
+            }
         case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .clickedLocation, .displayedLocations,
             .preauthorize,
             .checkAuthentication,
@@ -94,6 +109,7 @@ extension CommandDispatcher {
     private func offerSummary(_ offer: CachedOffer) -> JSONValue {
         [
             "name": .string(offer.name),
+            "propertyToken": offer.property.map { .string($0) } ?? .null,
             "bytes": .integer(Int64(offer.bytes)),
             "cachedAtMs": .integer(offer.cachedAtEpochMs),
             "ageMs": .integer(milliseconds(ContinuousClock.now - offer.cachedAt)),
@@ -144,6 +160,7 @@ extension CommandDispatcher {
                 "visitor": visitorResult(),
                 "notifications": notificationsResult(),
                 "loads": loadsResult(),
+                "privacy": privacyResult(),
             ],
             "pass": passSummary(passSnapshot),
         ]
@@ -261,6 +278,7 @@ extension CommandDispatcher {
             "failedAttempts": .integer(Int64(queue.counters.failedAttempts)),
             "droppedOverflow": .integer(Int64(queue.counters.droppedOverflow)),
             "replayedFromJournal": .integer(Int64(queue.counters.replayed)),
+            "droppedOptedOut": .integer(Int64(queue.counters.droppedOptedOut)),
             "lastError": queue.counters.lastError.map { .string($0) } ?? .null,
             "lastErrorAtMs": queue.counters.lastErrorAtMs.map { .integer($0) } ?? .null,
             "refused": .integer(Int64(queue.counters.refused)),
@@ -278,6 +296,15 @@ extension CommandDispatcher {
             "boxNowMs": .integer(SystemClock.wallMilliseconds()),
             "source": .string(correction == nil ? "box" : time.isCorrecting ? "upstream" : "box-confirmed"),
             "offsetMs": correction.map { .integer($0.offsetMs) } ?? .null,
+        ]
+    }
+
+    /// The privacy status in force and who set it (`target.privacy`, `status`).
+    private func privacyResult() -> JSONValue {
+        [
+            "status": .string(target.privacy.rawValue),
+            "setBy": .string(target.privacySetByAdmin ? "admin" : "configuration"),
+            "configured": .string(runtime.configuration.target.privacy),
         ]
     }
 

@@ -289,6 +289,8 @@ public struct CommandDispatcher: RequestHandler {
                         )
                     )
                 )
+            case .failure(.optedOut):
+                return .now(.failure(Self.optedOut("nothing is sent to Target")))
             }
         }
     }
@@ -298,6 +300,10 @@ public struct CommandDispatcher: RequestHandler {
     private func identify(_ command: VisitorCommand) -> Outcome {
         let visitor = target.visitor
         func id(_ key: String, _ value: String?) -> Outcome { .success([key: value.map { .string($0) } ?? .null]) }
+        // Opted out, the box keeps no visitor id (AEP ignores the setters; an app here is told why).
+        if command.setsAnId, target.privacy == .optedOut {
+            return .now(.failure(Self.optedOut("no visitor id is kept")))
+        }
         switch command {
         case .getThirdPartyId:
             return id("thirdPartyId", visitor.current.thirdPartyId)
@@ -389,6 +395,14 @@ public struct CommandDispatcher: RequestHandler {
         case .setSelectedProvider(let requestor, let mvpd):
             return .later { Self.result(await pass.selectProvider(requestor: requestor, mvpd: mvpd).result) }
         }
+    }
+
+    /// The refusal of a command the box's privacy status forbids.
+    static func optedOut(_ consequence: String) -> ProtocolError {
+        .notPermitted(
+            "the box's Target privacy status is optedOut: \(consequence) (preflightctl target privacy; "
+                + "the target.privacy setting)"
+        )
     }
 
     private static func result(_ result: Result<JSONValue, ProtocolError>) -> CommandResult {

@@ -70,6 +70,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         /// `experienceCloud.analytics.logging` sent to Target: `client_side` makes Target return the
         /// Analytics for Target payloads (`withData`); `none` sends nothing (Target's default).
         public var analyticsLogging = "none"
+        /// The box's privacy status for Target: `optedIn`, `optedOut` or `unknown` (TargetPrivacy).
+        public var privacy = "optedIn"
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
@@ -300,6 +302,7 @@ extension AgentConfiguration.Target {
             device: device
         )
         configuration.analyticsLogging = analyticsLogging == "none" ? nil : analyticsLogging
+        configuration.privacy = TargetPrivacy(rawValue: privacy) ?? .optedIn
         return configuration
     }
 }

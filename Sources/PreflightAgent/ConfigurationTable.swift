@@ -265,6 +265,17 @@ extension AgentConfiguration {
                 + "payloads that `loadRequests` with `withData` passes to apps",
             allowed: "`none` (not sent), `client_side`, `server_side`"
         ),
+        ConfigurationKey(
+            .target,
+            "privacy",
+            \.target.privacy,
+            .oneOf(TargetPrivacy.allCases.map(\.rawValue)),
+            .applies,
+            "the box's privacy status for Target: `optedOut` sends nothing and drops the visitor ids, cached offers "
+                + "and queued notifications; `unknown` sends nothing and holds notifications until `optedIn`. "
+                + "`preflightctl target privacy` overrides it until this value changes",
+            allowed: "`optedIn`, `optedOut`, `unknown`"
+        ),
     ]
 
     private static let passKeys: [ConfigurationKey] = [

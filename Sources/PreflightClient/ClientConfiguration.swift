@@ -63,18 +63,26 @@ extension PreflightClient {
         /// Wait before another attempt when the agent is not listening or is shutting down (a restart takes
         /// about a second); doubled on each attempt. An `overloaded` reply's `retryAfterMs` is honoured instead.
         public var retryDelay: Duration
+        /// The Target property (workspace) of this app's publisher, sent as `propertyToken` with its prefetches,
+        /// loads, clicks and displays: AEP's `target.propertyToken` setting (or `at_property`). Apps of two
+        /// publishers on one box each get their workspace's offers, and never the other's. nil: the agent's
+        /// `target.propertyToken`.
+        public var propertyToken: String?
 
-        /// The defaults: 6 s per Target attempt, 20 s per preauthorize attempt, 2 retries, 100 ms apart.
+        /// The defaults: 6 s per Target attempt, 20 s per preauthorize attempt, 2 retries, 100 ms apart, the
+        /// agent's Target property.
         public init(
             requestTimeout: Duration = .seconds(6),
             preauthorizeTimeout: Duration = .seconds(20),
             retries: Int = 2,
-            retryDelay: Duration = .milliseconds(100)
+            retryDelay: Duration = .milliseconds(100),
+            propertyToken: String? = nil
         ) {
             self.requestTimeout = requestTimeout
             self.preauthorizeTimeout = preauthorizeTimeout
             self.retries = max(0, retries)
             self.retryDelay = retryDelay
+            self.propertyToken = propertyToken
         }
     }
 }

@@ -110,12 +110,21 @@ public struct TargetLoadOptions: Sendable, Hashable {
     /// How long the agent waits for Target for this load (above 0, at most 60 s) instead of its
     /// `target.timeout`; what it cuts short answers its default content. nil: the agent's.
     public var timeout: Duration?
+    /// The Target property (workspace) of this load, AEP's `at_property`; nil: the client's
+    /// ``PreflightClient/Configuration/propertyToken``, else the agent's `target.propertyToken`.
+    public var propertyToken: String?
 
     /// Options; the defaults are a plain load's.
-    public init(notifyDisplay: Bool = true, withData: Bool = false, timeout: Duration? = nil) {
+    public init(
+        notifyDisplay: Bool = true,
+        withData: Bool = false,
+        timeout: Duration? = nil,
+        propertyToken: String? = nil
+    ) {
         self.notifyDisplay = notifyDisplay
         self.withData = withData
         self.timeout = timeout
+        self.propertyToken = propertyToken
     }
 }
 
@@ -303,7 +312,10 @@ extension PreflightClient {
         guard !requests.isEmpty else { return [] }
         var options = options
         options.withData = options.withData || requests.contains { $0.contentWithDataCallback != nil }
-        let args = TargetWire.loadArguments(requests, profileParameters: profileParameters, options: options)
+        let args = inProperty(
+            TargetWire.loadArguments(requests, profileParameters: profileParameters, options: options),
+            options.propertyToken
+        )
         let contents: [TargetContent]
         switch await send(Command.loadRequests.wireName, args: args, timeout: attemptTimeout(options.timeout)) {
         case .success(let result):
@@ -332,7 +344,7 @@ extension PreflightClient {
     public func clickedLocation(_ name: String, targetParameters: TargetParameters? = nil) {
         post(
             Command.clickedLocation.wireName,
-            args: TargetWire.clickArguments(name, targetParameters),
+            args: inProperty(TargetWire.clickArguments(name, targetParameters)),
             timeout: configuration.requestTimeout
         ) { _ in }
     }
@@ -348,7 +360,7 @@ extension PreflightClient {
     ) async throws(PreflightError) {
         let result = try await send(
             Command.clickedLocation.wireName,
-            args: TargetWire.clickArguments(name, targetParameters),
+            args: inProperty(TargetWire.clickArguments(name, targetParameters)),
             timeout: configuration.requestTimeout
         )
         .get()
@@ -362,7 +374,7 @@ extension PreflightClient {
     public func displayedLocations(_ names: [String], targetParameters: TargetParameters? = nil) {
         post(
             Command.displayedLocations.wireName,
-            args: TargetWire.displayArguments(names, targetParameters),
+            args: inProperty(TargetWire.displayArguments(names, targetParameters)),
             timeout: configuration.requestTimeout
         ) { _ in }
     }
@@ -379,11 +391,19 @@ extension PreflightClient {
     ) async throws(PreflightError) -> [String] {
         let result = try await send(
             Command.displayedLocations.wireName,
-            args: TargetWire.displayArguments(names, targetParameters),
+            args: inProperty(TargetWire.displayArguments(names, targetParameters)),
             timeout: configuration.requestTimeout
         )
         .get()
         return try TargetWire.notified(from: result)
+    }
+
+    /// A Target command's `args` with the `propertyToken` of this call, else of the client, when there is one.
+    private func inProperty(_ args: JSONObject, _ propertyToken: String? = nil) -> JSONObject {
+        guard let token = propertyToken ?? configuration.propertyToken else { return args }
+        var args = args
+        args["propertyToken"] = .string(token)
+        return args
     }
 
     /// How long an attempt waits for a command with a `timeout` of its own: that plus 2 s when longer than
@@ -426,7 +446,7 @@ extension PreflightClient {
         profileParameters: [String: String]?,
         timeout: Duration? = nil
     ) async -> PreflightError? {
-        var args = TargetWire.prefetchArguments(prefetchObjects, profileParameters: profileParameters)
+        var args = inProperty(TargetWire.prefetchArguments(prefetchObjects, profileParameters: profileParameters))
         args["timeout"] = timeout.map(TargetWire.seconds)
         switch await send(Command.prefetch.wireName, args: args, timeout: attemptTimeout(timeout)) {
         case .success(let result):

@@ -48,6 +48,7 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case configShow = "config.show"
     case authList = "auth.list"
     case authClear = "auth.clear"
+    case targetPrivacy = "target.privacy"
 
     /// What the table says about this command besides its name and handler.
     public var declaration: CommandDeclaration {
@@ -161,6 +162,8 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             CommandDeclaration(.adminOnly, "registration, token, and per requestor configuration, session, decisions")
         case .authClear:
             CommandDeclaration(.adminOnly, "drops profiles and cached decisions; the registration on request")
+        case .targetPrivacy:
+            CommandDeclaration(.adminOnly, "reads or sets the box's Target privacy status (optedIn, optedOut, unknown)")
         }
     }
 

@@ -9,6 +9,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case offersCleared = "offers.cleared"
     case targetPreview = "target.preview"
     case targetReset = "target.reset"
+    case targetPrivacy = "target.privacy"
     case upstreamError = "upstream.error"
     case upstreamDown = "upstream.down"
     case upstreamUp = "upstream.up"
@@ -38,6 +39,12 @@ public enum EventTopic: String, CaseIterable, Sendable {
             )
         case .targetReset:
             ("`cleared` (cached offers dropped), `by` (the command)", "a new Target visitor began (`resetExperience`)")
+        case .targetPrivacy:
+            (
+                "`status`, `previous`, `by` (admin or configuration); with optedOut, `cleared` (cached offers) "
+                    + "and `notificationsDropped`",
+                "the box's Target privacy status changed"
+            )
         case .upstreamError:
             ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")
         case .upstreamDown:

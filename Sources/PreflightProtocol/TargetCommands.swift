@@ -64,11 +64,19 @@ public struct PrefetchCommand: Sendable, Hashable {
     public var profileParameters: [Parameter]
     /// How long this app waits for Target (`timeout`); the configured `target.timeout` when nil or longer.
     public var timeout: Duration?
+    /// The Target property (workspace) asked for (`propertyToken`, AEP's `at_property`); nil: the configured one.
+    public var propertyToken: String?
 
-    public init(mboxes: [PrefetchMbox], profileParameters: [Parameter] = [], timeout: Duration? = nil) {
+    public init(
+        mboxes: [PrefetchMbox],
+        profileParameters: [Parameter] = [],
+        timeout: Duration? = nil,
+        propertyToken: String? = nil
+    ) {
         self.mboxes = mboxes
         self.profileParameters = profileParameters
         self.timeout = timeout
+        self.propertyToken = propertyToken
     }
 }
 
@@ -98,25 +106,31 @@ public struct LoadRequestsCommand: Sendable, Hashable {
     /// How long this app waits for Target before its default content (`timeout`); the configured
     /// `target.timeout` when nil or longer.
     public var timeout: Duration?
+    /// The Target property (workspace) asked for (`propertyToken`, AEP's `at_property`); nil: the configured one.
+    public var propertyToken: String?
 
     public init(
         requests: [LoadRequest],
         profileParameters: [Parameter] = [],
         withData: Bool = false,
         notifyDisplay: Bool = true,
-        timeout: Duration? = nil
+        timeout: Duration? = nil,
+        propertyToken: String? = nil
     ) {
         self.requests = requests
         self.profileParameters = profileParameters
         self.withData = withData
         self.notifyDisplay = notifyDisplay
         self.timeout = timeout
+        self.propertyToken = propertyToken
     }
 }
 
 /// The bounds PROTOCOL.md sets on Target arguments.
 public enum TargetLimits {
     public static let mboxNameLength = 250
+    /// Longest `propertyToken` (Target's are 36-character UUIDs).
+    public static let propertyTokenLength = 128
     /// Longest per-request `timeout`, in seconds (the configured `target.timeout` bounds it further).
     public static let longestTimeout = 60.0
     public static let parameterCount = 50
@@ -143,7 +157,8 @@ extension PrefetchCommand {
         return PrefetchCommand(
             mboxes: mboxes,
             profileParameters: try readParameters(args, "profileParameters"),
-            timeout: try readTimeout(args)
+            timeout: try readTimeout(args),
+            propertyToken: try readPropertyToken(args)
         )
     }
 }
@@ -167,7 +182,8 @@ extension LoadRequestsCommand {
             profileParameters: try readParameters(args, "profileParameters"),
             withData: try args.optionalBool("withData") ?? false,
             notifyDisplay: try args.optionalBool("notifyDisplay") ?? true,
-            timeout: try readTimeout(args)
+            timeout: try readTimeout(args),
+            propertyToken: try readPropertyToken(args)
         )
     }
 }
@@ -293,6 +309,22 @@ private func readTimeout(_ args: ArgumentReader) throws(ProtocolError) -> Durati
     return .milliseconds(Int64(seconds * 1000))
 }
 
+/// `propertyToken`: 1 to `TargetLimits.propertyTokenLength` printable ASCII characters (no space); null or
+/// absent: the configured property.
+func readPropertyToken(_ args: ArgumentReader) throws(ProtocolError) -> String? {
+    guard let token = try args.optionalString("propertyToken") else { return nil }
+    guard (1...TargetLimits.propertyTokenLength).contains(token.utf8.count),
+        token.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+    else {
+        throw .invalidArgument(
+            args.fieldPath("propertyToken"),
+            "propertyToken must be 1 to \(TargetLimits.propertyTokenLength) printable characters without spaces "
+                + "(a Target property token), or null for the configured one"
+        )
+    }
+    return token
+}
+
 private func checkCount(_ elements: [JSONValue], of name: String, at field: String, max: Int) throws(ProtocolError) {
     guard !elements.isEmpty else { throw .invalidArgument(field, "\(name) must not be empty") }
     guard elements.count <= max else {
@@ -368,19 +400,28 @@ public struct ClickedLocationCommand: Sendable, Hashable {
     public var name: String
     public var targeting: MboxTargeting
     public var profileParameters: [Parameter]
+    /// The property the offer was loaded under; nil: the configured one.
+    public var propertyToken: String?
 
-    public init(name: String, targeting: MboxTargeting = MboxTargeting(), profileParameters: [Parameter] = []) {
+    public init(
+        name: String,
+        targeting: MboxTargeting = MboxTargeting(),
+        profileParameters: [Parameter] = [],
+        propertyToken: String? = nil
+    ) {
         self.name = name
         self.targeting = targeting
         self.profileParameters = profileParameters
+        self.propertyToken = propertyToken
     }
 
-    /// `{name, mboxParameters?, productParameters?, orderParameters?, profileParameters?}`.
+    /// `{name, mboxParameters?, productParameters?, orderParameters?, profileParameters?, propertyToken?}`.
     public static func decode(_ args: ArgumentReader) throws(ProtocolError) -> ClickedLocationCommand {
         ClickedLocationCommand(
             name: try readMboxName(args),
             targeting: try MboxTargeting.decode(args),
-            profileParameters: try readParameters(args, "profileParameters")
+            profileParameters: try readParameters(args, "profileParameters"),
+            propertyToken: try readPropertyToken(args)
         )
     }
 }
@@ -392,11 +433,19 @@ public struct DisplayedLocationsCommand: Sendable, Hashable {
     /// nil: the parameters of the load.
     public var targeting: MboxTargeting?
     public var profileParameters: [Parameter]?
+    /// The property the offers were loaded under; nil: the configured one.
+    public var propertyToken: String?
 
-    public init(names: [String], targeting: MboxTargeting? = nil, profileParameters: [Parameter]? = nil) {
+    public init(
+        names: [String],
+        targeting: MboxTargeting? = nil,
+        profileParameters: [Parameter]? = nil,
+        propertyToken: String? = nil
+    ) {
         self.names = names
         self.targeting = targeting
         self.profileParameters = profileParameters
+        self.propertyToken = propertyToken
     }
 
     /// `{names: [1 to maxMboxes names], mboxParameters?, productParameters?, orderParameters?, profileParameters?}`.
@@ -418,7 +467,8 @@ public struct DisplayedLocationsCommand: Sendable, Hashable {
         return DisplayedLocationsCommand(
             names: names,
             targeting: targeted ? try MboxTargeting.decode(args) : nil,
-            profileParameters: args.has("profileParameters") ? try readParameters(args, "profileParameters") : nil
+            profileParameters: args.has("profileParameters") ? try readParameters(args, "profileParameters") : nil,
+            propertyToken: try readPropertyToken(args)
         )
     }
 }

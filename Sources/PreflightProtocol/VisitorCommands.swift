@@ -18,6 +18,14 @@ public enum VisitorCommand: Sendable, Hashable {
     /// Replaces the customer ids (an empty list clears them).
     case setCustomerIds([CustomerId])
 
+    /// Whether it sets an id the box would keep (a session id is not kept).
+    public var setsAnId: Bool {
+        switch self {
+        case .setThirdPartyId, .setTntId, .setMarketingCloudVisitorId, .setCustomerIds: true
+        case .getThirdPartyId, .getTntId, .getSessionId, .setSessionId, .resetExperience, .getVisitorIds: false
+        }
+    }
+
     public var command: Command {
         switch self {
         case .getThirdPartyId: .getThirdPartyId

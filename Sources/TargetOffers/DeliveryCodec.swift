@@ -28,14 +28,15 @@ public struct DeliveryCodec: Sendable {
         self.configuration = configuration
     }
 
-    /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity;
-    /// with `qaModeToken`, in Target's QA mode (`qaMode.token`, a preview); with `trace`, traced
-    /// (`trace.authorizationToken`).
+    /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity, under
+    /// `property` (nil: the configured `target.propertyToken`); with `qaModeToken`, in Target's QA mode
+    /// (`qaMode.token`, a preview); with `trace`, traced (`trace.authorizationToken`).
     public func request(
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
         profileParameters: [Parameter] = [],
         notifications: [DisplayNotification] = [],
+        property: String? = nil,
         visitor: VisitorSession.Snapshot,
         timeOffsetInMinutes: Int,
         qaModeToken: String? = nil,
@@ -57,8 +58,9 @@ public struct DeliveryCodec: Sendable {
         if let logging = configuration.analyticsLogging {
             body["experienceCloud"] = ["analytics": ["logging": .string(logging)]]
         }
-        if !configuration.propertyToken.isEmpty {
-            body["property"] = ["token": .string(configuration.propertyToken)]
+        let propertyToken = property ?? configuration.propertyToken
+        if !propertyToken.isEmpty {
+            body["property"] = ["token": .string(propertyToken)]
         }
         if !prefetch.isEmpty {
             body["prefetch"] = ["mboxes": .array(mboxes(prefetch, profileParameters: profileParameters))]
@@ -213,6 +215,8 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     case unparseable(String)
     /// Not sent: Target is down (calls in a row got no answer) and the agent probes it in the background.
     case upstreamDown(String)
+    /// Not sent: the box's privacy status (`target.privacy`) is not `optedIn`.
+    case notOptedIn(TargetPrivacy)
 
     /// Target refused the request as invalid (400): retrying the same request cannot succeed. Only
     /// notifications can make the agent's own requests invalid (a bad token, a timestamp Target does not
@@ -236,7 +240,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     public var isNetwork: Bool {
         switch self {
         case .timeout, .network: true
-        case .status, .message, .unparseable, .upstreamDown: false
+        case .status, .message, .unparseable, .upstreamDown, .notOptedIn: false
         }
     }
 
@@ -249,6 +253,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .message: "message"
         case .unparseable: "unparseable"
         case .upstreamDown: "upstreamDown"
+        case .notOptedIn: "privacy"
         }
     }
 
@@ -260,6 +265,7 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
         case .message(let message): message
         case .unparseable(let detail): detail
         case .upstreamDown(let detail): detail
+        case .notOptedIn(let status): "not sent: the box's Target privacy status is \(status.rawValue)"
         }
     }
 }

@@ -8,6 +8,9 @@ public struct DisplayNotification: Sendable, Hashable {
     public var id: String
     public private(set) var timestampMs: Int64
     public var mboxName: String
+    /// The property token of the offer it counts; nil: the configured property. A Delivery request carries one
+    /// property, so notifications are batched by it.
+    public var property: String?
     /// Stamped by the box's own clock before any upstream response told the agent the real time; it is
     /// stamped again when it is sent (`restamp`), by its age on the monotonic clock when it has one.
     public private(set) var stampedByBoxClock: Bool
@@ -30,6 +33,7 @@ public struct DisplayNotification: Sendable, Hashable {
         make(
             type: "display",
             mboxName: offer.name,
+            property: offer.property,
             fragment: offer.notificationFragment,
             targeting: targeting,
             profileParameters: profileParameters,
@@ -41,6 +45,7 @@ public struct DisplayNotification: Sendable, Hashable {
     /// A click on `mbox`: its click metric's event token (`clickedLocation`).
     public static func click(
         mbox name: String,
+        property: String?,
         state: String?,
         token: String,
         targeting: MboxTargeting,
@@ -51,6 +56,7 @@ public struct DisplayNotification: Sendable, Hashable {
         make(
             type: "click",
             mboxName: name,
+            property: property,
             fragment: fragment(mbox: name, state: state, tokens: [token]),
             targeting: targeting,
             profileParameters: profileParameters,
@@ -77,6 +83,7 @@ public struct DisplayNotification: Sendable, Hashable {
     private static func make(
         type: StaticString,
         mboxName: String,
+        property: String?,
         fragment: [UInt8],
         targeting: MboxTargeting,
         profileParameters: [Parameter],
@@ -107,6 +114,7 @@ public struct DisplayNotification: Sendable, Hashable {
             id: id,
             timestampMs: timestampMs,
             mboxName: mboxName,
+            property: property,
             stampedByBoxClock: stampedByBoxClock,
             encoded: writer.bytes,
             timestampDigits: digits
@@ -117,6 +125,7 @@ public struct DisplayNotification: Sendable, Hashable {
         id: String,
         timestampMs: Int64,
         mboxName: String,
+        property: String?,
         stampedByBoxClock: Bool,
         encoded: [UInt8],
         timestampDigits: Range<Int>
@@ -124,6 +133,7 @@ public struct DisplayNotification: Sendable, Hashable {
         self.id = id
         self.timestampMs = timestampMs
         self.mboxName = mboxName
+        self.property = property
         self.stampedByBoxClock = stampedByBoxClock
         self.encoded = encoded
         self.timestampDigits = timestampDigits
@@ -131,7 +141,7 @@ public struct DisplayNotification: Sendable, Hashable {
 
     /// From a Delivery API `notifications` item (a journal entry; tests): `id` and `timestamp` are
     /// required, the other members are kept as they are.
-    init?(deliveryJSON: JSONValue, stampedByBoxClock: Bool = false) {
+    init?(deliveryJSON: JSONValue, property: String? = nil, stampedByBoxClock: Bool = false) {
         guard case .object(let item) = deliveryJSON, let id = item["id"]?.stringValue,
             let timestamp = item["timestamp"]?.doubleValue
         else {
@@ -155,6 +165,7 @@ public struct DisplayNotification: Sendable, Hashable {
             id: id,
             timestampMs: Int64(timestamp),
             mboxName: item["mbox"]?["name"]?.stringValue ?? "",
+            property: property,
             stampedByBoxClock: stampedByBoxClock,
             encoded: writer.bytes,
             timestampDigits: digits

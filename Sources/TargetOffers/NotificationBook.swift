@@ -51,12 +51,33 @@ struct NotificationBook: Sendable {
         return dropped
     }
 
-    /// Takes up to `max` pending notifications to send; they stay live (in flight) until settled. A batch
-    /// to `ride` along with other work is empty while suspects wait to be sent on their own.
-    mutating func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
+    /// Takes up to `max` pending notifications to send, oldest first, all of one property (a Delivery request
+    /// carries one): `property` for a batch to `ride` along with that property's work, else the oldest one's.
+    /// They stay live (in flight) until settled. A batch to ride along is empty while suspects wait to be
+    /// sent on their own.
+    mutating func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
         if ride && !suspects.isEmpty { return [] }
-        let batch = Array(pending.prefix(max))
-        pending.removeFirst(batch.count)
+        guard let first = pending.first else { return [] }
+        let wanted = ride ? property : first.property
+        var batch: [DisplayNotification]
+        let run = pending.prefix(max).prefix { $0.property == wanted }
+        if run.count == min(max, pending.count) {
+            // One property at the front (every box with one publisher): a slice off the front.
+            batch = Array(run)
+            pending.removeFirst(batch.count)
+        } else {
+            // Several properties interleaved: this property's oldest, the others keeping their order.
+            batch = []
+            var others = Deque<DisplayNotification>()
+            for notification in pending {
+                if batch.count < max && notification.property == wanted {
+                    batch.append(notification)
+                } else {
+                    others.append(notification)
+                }
+            }
+            pending = others
+        }
         for notification in batch { inFlight[notification.id] = notification }
         return batch
     }
@@ -67,10 +88,10 @@ struct NotificationBook: Sendable {
         var unconfirmed: [DisplayNotification] = []
         var confirmed: [String] = []
         for notification in batch {
-            inFlight[notification.id] = nil
+            let live = inFlight.removeValue(forKey: notification.id) != nil
             if acknowledged.contains(notification.id) {
                 confirmed.append(notification.id)
-            } else {
+            } else if live {
                 unconfirmed.append(notification)
             }
         }
@@ -89,8 +110,7 @@ struct NotificationBook: Sendable {
         now: ContinuousClock.Instant,
         epochMs: Int64
     ) {
-        for notification in batch { inFlight[notification.id] = nil }
-        pending.prepend(contentsOf: batch)
+        pending.prepend(contentsOf: batch.filter { inFlight.removeValue(forKey: $0.id) != nil })
         consecutiveFailures += 1
         counters.failedAttempts += 1
         counters.lastError = error
@@ -101,11 +121,23 @@ struct NotificationBook: Sendable {
     /// Puts back a batch that rode along with work in a request Target refused as invalid: not a failure
     /// (no backoff), but suspects, to be sent on their own and isolated.
     mutating func suspect(_ batch: [DisplayNotification]) {
-        for notification in batch {
-            inFlight[notification.id] = nil
-            suspects.insert(notification.id)
-        }
-        pending.prepend(contentsOf: batch)
+        let live = batch.filter { inFlight.removeValue(forKey: $0.id) != nil }
+        for notification in live { suspects.insert(notification.id) }
+        pending.prepend(contentsOf: live)
+    }
+
+    /// Drops everything not yet confirmed (the box opted out of Target): pending ones at once, and those in
+    /// flight when their send settles (they are no longer live, so nothing puts them back). Returns the
+    /// ids, for the journal.
+    mutating func dropAll() -> [String] {
+        let dropped = Array(inFlight.keys) + pending.map(\.id)
+        counters.droppedOptedOut += dropped.count
+        pending.removeAll()
+        inFlight.removeAll()
+        suspects.removeAll()
+        consecutiveFailures = 0
+        retryAt = nil
+        return dropped
     }
 
     /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.

@@ -2,8 +2,8 @@ import Logging
 import PreflightProtocol
 import StateFiles
 
-/// The notification journal's file: one line per change, `{"add":<Delivery item>}` when a notification
-/// is queued and `{"ack":["id",…]}` when it leaves (confirmed, or dropped at capacity). Lines are
+/// The notification journal's file: one line per change, `{"add":<Delivery item>}` (with `"property"` when it
+/// belongs to a property other than the configured one) when a notification is queued and `{"ack":["id",…]}` when it leaves (confirmed, or dropped at capacity). Lines are
 /// gathered in memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`,
 /// and the whole file is rewritten atomically by `compact(keeping:)` when its history outgrows what is
 /// live. `replay(path:)` reads it back at start.
@@ -56,10 +56,17 @@ struct NotificationJournal: Sendable {
     private static let boxClockSuffix = Array(#","boxClock":true}"#.utf8)
 
     /// `{"add":<the notification's Delivery item>}` and a newline; `"boxClock":true` besides `add` when
-    /// its timestamp is the box's clock, not yet corrected by an upstream's.
+    /// its timestamp is the box's clock, not yet corrected by an upstream's, and `"property":"…"` when it
+    /// has one.
     private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: addPrefix)
         bytes.append(contentsOf: notification.encoded)
+        if let property = notification.property {
+            var member = JSONWriter(reservingCapacity: property.utf8.count + 16)
+            member.appendASCII(",\"property\":")
+            member.writeString(property)
+            bytes.append(contentsOf: member.bytes)
+        }
         if notification.stampedByBoxClock {
             bytes.append(contentsOf: boxClockSuffix)
         } else {
@@ -158,7 +165,13 @@ struct NotificationJournal: Sendable {
 
     /// With nothing live, a long history is dead weight: start the file afresh.
     mutating func truncateIfLong() {
-        guard lines > 1000, let file else { return }
+        guard lines > 1000 else { return }
+        truncate()
+    }
+
+    /// Starts the file afresh (nothing may be live): a box that opted out keeps no trace of what it showed.
+    mutating func truncate() {
+        guard let file else { return }
         if (try? file.truncate()) != nil {
             lines = 0
             dirty = true
@@ -183,6 +196,7 @@ struct NotificationJournal: Sendable {
             if let add = entry["add"],
                 let notification = DisplayNotification(
                     deliveryJSON: add,
+                    property: entry["property"]?.stringValue,
                     stampedByBoxClock: entry["boxClock"] == .bool(true)
                 )
             {

@@ -19,6 +19,8 @@ public final class NotificationQueue: Sendable {
         public var failedAttempts = 0
         public var droppedOverflow = 0
         public var replayed = 0
+        /// Dropped unsent because the box opted out of Target (`target.privacy`).
+        public var droppedOptedOut = 0
         /// Dropped because Target refused them as invalid (a bad token or timestamp), never retried.
         public var refused = 0
         public var lastError: String?
@@ -76,12 +78,13 @@ public final class NotificationQueue: Sendable {
         state.withLock { $0.journal.commit() }
     }
 
-    /// Takes up to `max` notifications to send (they stay journaled until confirmed). A batch to `ride`
-    /// along with prefetch or execute work is empty while refused notifications wait to be isolated.
-    public func take(max: Int, ride: Bool = false) -> [DisplayNotification] {
+    /// Takes up to `max` notifications of one property to send (they stay journaled until confirmed). A
+    /// batch to `ride` along with prefetch or execute work under `property` holds only that property's, and
+    /// is empty while refused notifications wait to be isolated.
+    public func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
         state.withLock { state in
             state.journal.commit()
-            return state.book.take(max: max, ride: ride)
+            return state.book.take(max: max, ride: ride, property: property)
         }
     }
 
@@ -99,6 +102,19 @@ public final class NotificationQueue: Sendable {
         state.withLock { state in
             state.journal.acknowledge(state.book.reject(notification, reason: reason, epochMs: epoch))
             state.journal.commit()
+        }
+    }
+
+    /// Drops every notification not yet confirmed (the box opted out of Target), from the queue and the
+    /// journal. Returns how many.
+    @discardableResult
+    public func dropAll() -> Int {
+        state.withLock { state in
+            let dropped = state.book.dropAll()
+            state.journal.acknowledge(dropped)
+            state.journal.commit()
+            state.journal.truncate()
+            return dropped.count
         }
     }
 

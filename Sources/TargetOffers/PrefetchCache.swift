@@ -20,6 +20,19 @@ public struct OfferOption: Sendable, Hashable {
     }
 }
 
+/// What a cached offer (and a click metric, a deferred display) is kept under: the mbox and the Target property
+/// (workspace) it was fetched for. Two publishers' apps on one box ask under their own property tokens, and
+/// never see each other's offers; nil is the configured property.
+public struct OfferKey: Sendable, Hashable {
+    public var name: String
+    public var property: String?
+
+    public init(_ name: String, property: String? = nil) {
+        self.name = name
+        self.property = property
+    }
+}
+
 /// A prefetched mbox: what is needed to answer a load and to tell Target it was shown.
 ///
 /// Immutable once cached and shared by reference: a cache hit hands out a pointer, not a copy of the
@@ -38,6 +51,8 @@ public final class CachedOffer: Sendable {
     }
 
     public let name: String
+    /// The property token it was fetched under; nil: the configured property.
+    public let property: String?
     public let optionInfo: [OptionInfo]
     public let state: String?
     /// The event token of Target's click metric for this mbox, when it sent one.
@@ -68,10 +83,12 @@ public final class CachedOffer: Sendable {
         state: String?,
         clickToken: String? = nil,
         data: JSONObject? = nil,
+        property: String? = nil,
         now: ContinuousClock.Instant,
         epochMs: Int64
     ) {
         self.name = name
+        self.property = property
         self.state = state
         self.clickToken = clickToken
         self.encodedData = data.map { JSONWriter.encode(.object($0)) }
@@ -98,8 +115,11 @@ public final class CachedOffer: Sendable {
         self.bytes =
             loadResultElement.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
             + name.utf8.count * 2 + 48 * optionInfo.count + 160 + (clickToken?.utf8.count ?? 0)
-            + (encodedData?.count ?? 0)
+            + (encodedData?.count ?? 0) + (property?.utf8.count ?? 0)
     }
+
+    /// What the cache keeps it under.
+    public var key: OfferKey { OfferKey(name, property: property) }
 
     /// The event tokens of the options, in order.
     public var eventTokens: [String] {
@@ -191,7 +211,7 @@ extension CachedOffer {
     }
 }
 
-/// The prefetch cache: keyed by mbox name, shared by every app, bounded by a byte budget with the
+/// The prefetch cache: keyed by mbox name and property, shared by every app, bounded by a byte budget with the
 /// least recently used entries evicted first. Never written to disk.
 ///
 /// Guarded by a `Mutex` so the I/O thread reads it without a hop. Entries live in an array of slots
@@ -205,7 +225,7 @@ public final class PrefetchCache: Sendable {
     }
 
     private struct State: Sendable {
-        var index: [String: Int] = [:]
+        var index: [OfferKey: Int] = [:]
         var slots: [Slot] = []
         var freeSlots: [Int] = []
         var oldest = -1
@@ -240,13 +260,13 @@ public final class PrefetchCache: Sendable {
                 slot = slots.count
                 slots.append(Slot(offer: offer))
             }
-            index[offer.name] = slot
+            index[offer.key] = slot
             linkAsNewest(slot)
             bytes += offer.bytes
         }
 
-        mutating func remove(_ name: String) -> CachedOffer? {
-            guard let slot = index.removeValue(forKey: name), let offer = slots[slot].offer else { return nil }
+        mutating func remove(_ key: OfferKey) -> CachedOffer? {
+            guard let slot = index.removeValue(forKey: key), let offer = slots[slot].offer else { return nil }
             unlink(slot)
             slots[slot].offer = nil
             freeSlots.append(slot)
@@ -270,21 +290,21 @@ public final class PrefetchCache: Sendable {
         state = Mutex(State(budget: budgetBytes))
     }
 
-    /// Stores an entry, replacing one of the same name, then evicts least recently used entries until
+    /// Stores an entry, replacing one of the same name and property, then evicts least recently used entries until
     /// the cache fits its budget. Returns how many were evicted.
     @discardableResult
     public func store(_ offer: CachedOffer) -> Int {
         state.withLock { state in
-            _ = state.remove(offer.name)
+            _ = state.remove(offer.key)
             state.insert(offer)
             return Self.evict(&state)
         }
     }
 
-    /// The entry for `name`, counted as a hit and made most recent.
-    public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
+    /// The entry for `key`, counted as a hit and made most recent.
+    public func hit(_ key: OfferKey, now: ContinuousClock.Instant) -> CachedOffer? {
         state.withLock { state in
-            guard let slot = state.index[name], let offer = state.slots[slot].offer else { return nil }
+            guard let slot = state.index[key], let offer = state.slots[slot].offer else { return nil }
             offer.countHit()
             if state.newest != slot {
                 state.unlink(slot)
@@ -294,16 +314,27 @@ public final class PrefetchCache: Sendable {
         }
     }
 
-    /// The entry without counting a hit (for admin views).
-    public func peek(_ name: String) -> CachedOffer? {
-        state.withLock { state in state.index[name].flatMap { state.slots[$0].offer } }
+    /// The entry of the configured property for `name`, counted as a hit and made most recent.
+    public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
+        hit(OfferKey(name), now: now)
     }
 
-    /// Removes every entry, or the one named; returns how many were removed.
+    /// The entry without counting a hit (for admin views).
+    public func peek(_ key: OfferKey) -> CachedOffer? {
+        state.withLock { state in state.index[key].flatMap { state.slots[$0].offer } }
+    }
+
+    /// The configured property's entry for `name`, without counting a hit.
+    public func peek(_ name: String) -> CachedOffer? {
+        peek(OfferKey(name))
+    }
+
+    /// Removes every entry, or those of mbox `name` (under every property); returns how many were removed.
     public func clear(name: String? = nil) -> Int {
         state.withLock { state in
             if let name {
-                return state.remove(name) == nil ? 0 : 1
+                let keys = state.index.keys.filter { $0.name == name }
+                return keys.reduce(0) { count, key in count + (state.remove(key) == nil ? 0 : 1) }
             }
             let count = state.index.count
             state.removeAll()
@@ -346,7 +377,7 @@ public final class PrefetchCache: Sendable {
     private static func evict(_ state: inout State) -> Int {
         var evicted = 0
         while state.bytes > state.budget, state.oldest >= 0, let offer = state.slots[state.oldest].offer {
-            if state.remove(offer.name) != nil { evicted += 1 }
+            if state.remove(offer.key) != nil { evicted += 1 }
         }
         state.evictions += evicted
         return evicted

@@ -24,6 +24,8 @@ public struct TargetConfiguration: Sendable, Equatable {
     public var device: DeviceDescription
     /// `experienceCloud.analytics.logging` (`client_side`, `server_side`); nil sends none.
     public var analyticsLogging: String?
+    /// The configured privacy status (`target.privacy`); the admin command may override it.
+    public var privacy: TargetPrivacy = .optedIn
 
     /// The Delivery API of an account when no server is configured: `https://{clientCode}.tt.omtrdc.net`.
     public static func defaultServerURL(clientCode: String) -> String {

@@ -22,18 +22,24 @@ extension TargetService {
         prefetch: [DeliveryMbox],
         execute: [DeliveryMbox],
         profile: [Parameter],
+        property: String? = nil,
         trace: TargetTrace? = nil
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
+        // Not sent at all unless the box is opted in; loads then get their default content.
+        let privacy = self.privacy
+        guard privacy.allowsSending else { return .failure(.notOptedIn(privacy)) }
         // Nothing rides along while Target is down: the call is refused at once.
         let batch =
             circuit?.state.isDown == true
-            ? [] : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true))
+            ? []
+            : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true, property: property))
         let result = await send(
             operation: operation,
             prefetch: prefetch,
             execute: execute,
             profile: profile,
             notifications: batch,
+            property: property,
             trace: trace
         )
         switch result {
@@ -53,6 +59,7 @@ extension TargetService {
                 prefetch: prefetch,
                 execute: execute,
                 profile: profile,
+                property: property,
                 trace: trace
             )
         case .failure(let failure):
@@ -80,7 +87,8 @@ extension TargetService {
     /// Returns false after a transient failure.
     @discardableResult
     private func sendIsolating(_ batch: [DisplayNotification]) async -> Bool {
-        switch await send(operation: "notifications", notifications: batch) {
+        // A batch holds one property's notifications (`NotificationQueue.take`).
+        switch await send(operation: "notifications", notifications: batch, property: batch.first?.property) {
         case .success(let response):
             notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
             return true
@@ -136,7 +144,7 @@ extension TargetService {
     /// While Target is down and a probe is due, one Delivery call with nothing in it (context and
     /// identity only): any answer brings Target back up, and the notifications held back go at once.
     func probeIfDue() async {
-        guard let circuit, circuit.probeDue else { return }
+        guard let circuit, circuit.probeDue, privacy.allowsSending else { return }
         _ = await send(operation: "probe", probe: true)
         // Any answer, even an error status, means Target is reachable again.
         if !circuit.state.isDown { notifications.clearBackoff() }
@@ -156,6 +164,7 @@ extension TargetService {
         execute: [DeliveryMbox] = [],
         profile: [Parameter] = [],
         notifications batch: [DisplayNotification] = [],
+        property: String? = nil,
         trace: TargetTrace? = nil,
         probe: Bool = false
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
@@ -178,6 +187,7 @@ extension TargetService {
             execute: execute,
             profileParameters: profile,
             notifications: batch,
+            property: property,
             visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60,
             qaModeToken: preview?.token,
@@ -258,6 +268,7 @@ extension TargetService {
                     execute: execute,
                     profile: profile,
                     notifications: batch,
+                    property: property,
                     trace: trace,
                     probe: probe
                 )

@@ -16,8 +16,9 @@ extension TargetService {
             // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
             // A batch Target answered without confirming anything waits for the next turn.
             await probeIfDue()
-            // While Target is down the notifications wait: sending them would only grow their backoff.
-            while !Task.isCancelled, circuit?.state.isDown != true {
+            // While Target is down the notifications wait: sending them would only grow their backoff. Unless
+            // the box is opted in, they are held (bounded by the queue's capacity).
+            while !Task.isCancelled, circuit?.state.isDown != true, privacy.allowsSending {
                 let configuration = self.configuration
                 guard
                     notifications.isDue(
@@ -39,6 +40,7 @@ extension TargetService {
     /// (a send failed, or Target confirmed none of it). Returns how many were confirmed by Target.
     @discardableResult
     public func flushNotifications() async -> Int {
+        guard privacy.allowsSending else { return 0 }
         notifications.clearBackoff()
         let before = notifications.summary.counters.sent
         while notifications.summary.pending > 0, await sendNotificationBatch() {}

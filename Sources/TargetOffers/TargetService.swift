@@ -51,6 +51,7 @@ public final class TargetService: Sendable {
         var name: String
         var targeting: MboxTargeting
         var profile: [Parameter]
+        var property: String?
         /// The preview generation (`QAPreview`): a load never joins a call made with another preview.
         var preview: Int
     }
@@ -77,10 +78,13 @@ public final class TargetService: Sendable {
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
     /// by its age once the real time is known. Only displays before the first upstream response are here.
     let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// Click metrics of mboxes loaded from Target, by name (`clickedLocation`).
-    let loadedClicks = Mutex<[String: LoadedClick]>([:])
-    /// Cached offers loaded with `notifyDisplay: false`, by name, until `displayedLocations` counts them.
-    let deferredDisplays = Mutex<[String: DeferredDisplay]>([:])
+    /// Click metrics of mboxes loaded from Target, by name and property (`clickedLocation`).
+    let loadedClicks = Mutex<[OfferKey: LoadedClick]>([:])
+    /// Cached offers loaded with `notifyDisplay: false`, by name and property, until `displayedLocations`
+    /// counts them.
+    let deferredDisplays = Mutex<[OfferKey: DeferredDisplay]>([:])
+    /// The privacy status in force and the file that keeps the admin's choice.
+    let privacySetting: PrivacySetting
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
     /// Target's QA mode for every app (`target.preview`); runtime state only.
     let previewBox = Mutex(QAPreview())
@@ -114,6 +118,20 @@ public final class TargetService: Sendable {
             clock: time,
             logger: logger
         )
+        self.privacySetting = PrivacySetting(
+            configured: configuration.privacy,
+            file: stateDirectory.map { StateFile(path: "\($0)/target-privacy.json", logger: logger) }
+        )
+        if privacySetting.status == .optedOut {
+            // Whatever a journal or visitor file holds from before the opt-out goes now, without an event.
+            let dropped = forgetEverythingForOptOut()
+            logger.notice(
+                "Target privacy is optedOut: nothing is sent to Target",
+                metadata: ["notificationsDropped": "\(dropped.notifications)"]
+            )
+        } else if privacySetting.status == .unknown {
+            logger.notice("Target privacy is unknown: nothing is sent to Target until it is optedIn")
+        }
     }
 
     public var configuration: TargetConfiguration {
@@ -134,10 +152,22 @@ public final class TargetService: Sendable {
         }
         cache.setBudget(configuration.cacheBudgetBytes)
         visitor.setTimeout(configuration.sessionTimeout)
+        if privacySetting.configures(configuration.privacy) {
+            switchPrivacy(to: configuration.privacy, by: "configuration") {
+                privacySetting.configure(configuration.privacy)
+            }
+        }
     }
 
     public var counters: TargetCounters {
         counterBox.withLock { $0 }
+    }
+
+    /// The property an app's `propertyToken` names: nil for none or the configured one, so that apps asking
+    /// for the configured property by name share its cache with those that do not name one.
+    public func property(_ token: String?) -> String? {
+        guard let token else { return nil }
+        return token == configuration.propertyToken ? nil : token
     }
 
     public func resetCounters() {
@@ -156,6 +186,7 @@ public final class TargetService: Sendable {
     {
         let stamp = time.stampNow()
         let now = stamp.now
+        let property = self.property(command.propertyToken)
         let count = command.requests.count
         // Which offer answered each request, kept only when a miss could need it (more than one request).
         var offers: [CachedOffer?] = []
@@ -163,7 +194,7 @@ public final class TargetService: Sendable {
         var hits = 0
         reply.appendASCII("{\"contents\":[")
         for request in command.requests {
-            let offer = cache.hit(request.name, now: now)
+            let offer = cache.hit(OfferKey(request.name, property: property), now: now)
             if count > 1 { offers.append(offer) }
             guard let offer else { continue }
             if hits > 0 { reply.appendASCII(",") }
@@ -217,6 +248,7 @@ public final class TargetService: Sendable {
     /// same mbox and parameters) and returns the whole `result` JSON, in request order.
     public func completeLoad(_ pending: PendingLoad) async -> [UInt8] {
         let command = pending.command
+        let property = self.property(command.propertyToken)
         let preview = previewBox.withLock { $0.generation }
         var keys: [Int: MissKey] = [:]
         for (index, request) in command.requests.enumerated() where pending.answered[index] == nil {
@@ -224,6 +256,7 @@ public final class TargetService: Sendable {
                 name: request.name,
                 targeting: request.targeting,
                 profile: command.profileParameters,
+                property: property,
                 preview: preview
             )
         }
@@ -233,10 +266,12 @@ public final class TargetService: Sendable {
         let batch = keys.sorted { $0.key < $1.key }.map(\.value)
         let shared: @Sendable () async -> [MissKey: MissOutcome]
         if let trace = pending.trace {
-            shared = { await self.execute(batch, profile: profile, trace: trace) }
+            shared = { await self.execute(batch, profile: profile, property: property, trace: trace) }
         } else {
             shared = {
-                await self.inFlightMisses.run(batch: batch) { fresh in await self.execute(fresh, profile: profile) }
+                await self.inFlightMisses.run(batch: batch) { fresh in
+                    await self.execute(fresh, profile: profile, property: property)
+                }
             }
         }
         // An app that asked for less than `target.timeout` gets its defaults at its own deadline.
@@ -296,12 +331,21 @@ public final class TargetService: Sendable {
     private func execute(
         _ keys: [MissKey],
         profile: [Parameter],
+        property: String?,
         trace: TargetTrace? = nil
     ) async -> [MissKey: MissOutcome] {
         let mboxes = keys.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
-        switch await deliver(operation: "execute", prefetch: [], execute: mboxes, profile: profile, trace: trace) {
+        let answer = await deliver(
+            operation: "execute",
+            prefetch: [],
+            execute: mboxes,
+            profile: profile,
+            property: property,
+            trace: trace
+        )
+        switch answer {
         case .success(let response):
-            rememberClicks(of: response.executed)
+            rememberClicks(of: response.executed, property: property)
             var outcomes: [MissKey: MissOutcome] = [:]
             for key in keys {
                 if let mbox = response.executed.first(where: { $0.name == key.name }), !mbox.options.isEmpty {
@@ -330,8 +374,15 @@ public final class TargetService: Sendable {
         // under another preview (a preview's after its end, the live activities' during it).
         let generation = visitor.current.generation
         let profile = command.profileParameters
+        let property = self.property(command.propertyToken)
         let call: @Sendable () async -> Result<DeliveryResponse, DeliveryFailure> = {
-            await self.deliver(operation: "prefetch", prefetch: mboxes, execute: [], profile: profile)
+            await self.deliver(
+                operation: "prefetch",
+                prefetch: mboxes,
+                execute: [],
+                profile: profile,
+                property: property
+            )
         }
         // An app that asked for less than `target.timeout` is answered at its own deadline (not cached).
         let answered: Result<DeliveryResponse, DeliveryFailure>
@@ -356,6 +407,7 @@ public final class TargetService: Sendable {
                         state: mbox.state,
                         clickToken: mbox.clickToken,
                         data: mbox.data,
+                        property: property,
                         now: now,
                         epochMs: epoch
                     )
@@ -428,15 +480,17 @@ extension TargetService {
         case unknownMbox
         /// Target sent no click metric for it.
         case noClickMetric
+        /// The box opted out of Target (`target.privacy`).
+        case optedOut
     }
 
     /// The most network-loaded mboxes whose click metric is kept (AEP keeps them all; a box runs for months).
     static let loadedClickCapacity = 1_000
 
-    /// Keeps the click metrics of mboxes loaded from Target (`execute`), for `clickedLocation`.
-    func rememberClicks(of mboxes: [DeliveryResponse.Mbox]) {
+    /// Keeps the click metrics of mboxes loaded from Target (`execute`) under `property`, for `clickedLocation`.
+    func rememberClicks(of mboxes: [DeliveryResponse.Mbox], property: String?) {
         let clicks = mboxes.compactMap { mbox in
-            mbox.clickToken.map { (mbox.name, LoadedClick(state: mbox.state, token: $0)) }
+            mbox.clickToken.map { (OfferKey(mbox.name, property: property), LoadedClick(state: mbox.state, token: $0)) }
         }
         guard !clicks.isEmpty else { return }
         loadedClicks.withLock { kept in
@@ -453,11 +507,13 @@ extension TargetService {
     /// the mbox (its prefetched offer first, else its last load from Target), journaled and sent as display
     /// notifications are. Nothing is queued when there is no such metric.
     public func clickedLocation(_ command: ClickedLocationCommand) -> Result<Void, ClickRefusal> {
+        if privacy == .optedOut { return .failure(.optedOut) }
+        let key = OfferKey(command.name, property: property(command.propertyToken))
         let click: LoadedClick
-        if let offer = cache.peek(command.name) {
+        if let offer = cache.peek(key) {
             guard let token = offer.clickToken else { return .failure(.noClickMetric) }
             click = LoadedClick(state: offer.state, token: token)
-        } else if let loaded = loadedClicks.withLock({ $0[command.name] }) {
+        } else if let loaded = loadedClicks.withLock({ $0[key] }) {
             click = loaded
         } else {
             return .failure(.unknownMbox)
@@ -465,6 +521,7 @@ extension TargetService {
         let stamp = time.stampNow()
         let notification = DisplayNotification.click(
             mbox: command.name,
+            property: key.property,
             state: click.state,
             token: click.token,
             targeting: command.targeting,
@@ -504,10 +561,10 @@ extension TargetService {
     func deferDisplay(of offer: CachedOffer, targeting: MboxTargeting, profileParameters: [Parameter]) {
         let deferred = DeferredDisplay(offer: offer, targeting: targeting, profileParameters: profileParameters)
         deferredDisplays.withLock { kept in
-            if kept[offer.name] == nil, kept.count >= Self.deferredDisplayCapacity, let any = kept.keys.first {
+            if kept[offer.key] == nil, kept.count >= Self.deferredDisplayCapacity, let any = kept.keys.first {
                 kept[any] = nil
             }
-            kept[offer.name] = deferred
+            kept[offer.key] = deferred
         }
     }
 
@@ -516,8 +573,11 @@ extension TargetService {
     public func displayedLocations(_ command: DisplayedLocationsCommand) -> DisplayedLocations {
         var result = DisplayedLocations()
         let stamp = time.stampNow()
+        let property = self.property(command.propertyToken)
         for name in command.names {
-            guard let deferred = deferredDisplays.withLock({ $0.removeValue(forKey: name) }) else {
+            guard
+                let deferred = deferredDisplays.withLock({ $0.removeValue(forKey: OfferKey(name, property: property)) })
+            else {
                 result.skipped.append(name)
                 continue
             }

@@ -77,6 +77,11 @@ struct Status: AgentCommand {
                 )
             )
             rows.append(("Notifications", notificationsSummary(target["notifications"], now: agentNow)))
+            if let privacy = target["privacy"]?["status"]?.stringValue, privacy != "optedIn" {
+                let setBy = target["privacy"]?["setBy"]?.stringValue ?? "?"
+                let held = privacy == "unknown" ? "; notifications held until optedIn" : ""
+                rows.append(("Target privacy", "\(privacy) (set by \(setBy)): nothing is sent to Target\(held)"))
+            }
         }
         if let pass = result["pass"], pass.objectValue != nil {
             rows.append(

@@ -4,8 +4,8 @@ import PreflightProtocol
 struct TargetGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "target",
-        abstract: "The box's Target visitor: show its ids, or start a new visitor for a new household.",
-        subcommands: [TargetVisitor.self, TargetReset.self, TargetPreview.self]
+        abstract: "The box's Target visitor: its ids, a new visitor for a new household, its privacy status.",
+        subcommands: [TargetVisitor.self, TargetReset.self, TargetPrivacyCommand.self, TargetPreview.self]
     )
 }
 
@@ -78,5 +78,53 @@ struct TargetReset: AgentCommand {
             return
         }
         print("New Target visitor: ids and session forgotten, \(counted(result["cleared"], "cached offer")) dropped.")
+    }
+}
+
+struct TargetPrivacyCommand: AgentCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "privacy",
+        abstract: "Show or set the box's Target privacy status: optedIn, optedOut or unknown.",
+        discussion: """
+            optedOut sends nothing to Target and drops the visitor ids, the cached offers and the queued \
+            notifications (needs --yes); unknown sends nothing and holds notifications until optedIn. The \
+            status set here is kept across restarts, until the target.privacy setting changes.
+            """
+    )
+
+    @ParentCommand var root: PreflightCtl
+    @OptionGroup var local: GlobalOptions
+
+    @Argument(help: "optedIn, optedOut or unknown; shows the status when left out.")
+    var status: String?
+
+    @Flag(name: .long, help: "Confirm optedOut, which drops the visitor ids, cached offers and queued notifications.")
+    var yes = false
+
+    func validate() throws {
+        if status == "optedOut" && !yes {
+            throw ValidationError(
+                "optedOut drops the box's Target visitor ids, cached offers and queued notifications; add --yes"
+            )
+        }
+    }
+
+    func run() throws {
+        let options = self.options
+        let result = try options.call(
+            Command.targetPrivacy.wireName,
+            args: status.map { ["status": .string($0)] }
+        )
+        if options.json {
+            printJSON(result)
+            return
+        }
+        let current = result["status"]?.stringValue ?? "?"
+        let setBy = result["setBy"]?.stringValue ?? "?"
+        if let previous = result["previous"]?.stringValue, previous != current {
+            print("Target privacy: \(current) (was \(previous)).")
+        } else {
+            print("Target privacy: \(current) (set by \(setBy)).")
+        }
     }
 }

@@ -13,10 +13,11 @@ import Testing
     private func exchange<Answer: Sendable>(
         _ expectedBody: String,
         reply: Result<JSONValue, ProtocolError>,
+        configuration: PreflightClient.Configuration = .patient,
         _ call: @escaping @Sendable (PreflightClient) async -> Answer
     ) async throws -> Answer {
         let agent = try FakeAgent()
-        let client = try PreflightClient(endpoint: agent.endpoint, configuration: .patient)
+        let client = try PreflightClient(endpoint: agent.endpoint, configuration: configuration)
         let task = Task { await call(client) }
         let received = try await agent.receive()
         #expect(String(decoding: received.body, as: UTF8.self) == expectedBody)
@@ -44,6 +45,34 @@ import Testing
             } catch { return error }
         }
         #expect(error == nil)
+    }
+
+    @Test func aClientsPropertyTokenGoesWithEveryTargetCommandAndALoadMayNameAnother() async throws {
+        var configuration = PreflightClient.Configuration.patient
+        configuration.propertyToken = "ws-a"
+        _ = try await exchange(
+            #"{"v":1,"id":"1","cmd":"prefetch","args":{"mboxes":[{"name":"logo"}],"propertyToken":"ws-a"}}"#,
+            reply: .success(["success": true, "mboxes": [["name": "logo", "cached": true]]]),
+            configuration: configuration
+        ) { await $0.targetPrefetchContent([TargetPrefetchObject(name: "logo")]) }
+        _ = try await exchange(
+            #"{"v":1,"id":"1","cmd":"displayedLocations","args":{"names":["logo"],"propertyToken":"ws-a"}}"#,
+            reply: .success(["notified": ["logo"], "skipped": []]),
+            configuration: configuration
+        ) { try? await $0.displayedLocations(["logo"]) }
+        let contents = try await exchange(
+            #"{"v":1,"id":"1","cmd":"loadRequests","args":{"requests":[{"name":"logo","defaultContent":"d"}],"#
+                + #""propertyToken":"ws-b"}}"#,
+            reply: .success(["contents": [["name": "logo", "content": "B", "source": "cache"]]]),
+            configuration: configuration
+        ) {
+            await $0.targetLoadRequests(
+                [TargetRequestObject(name: "logo", defaultContent: "d")],
+                profileParameters: nil,
+                options: TargetLoadOptions(propertyToken: "ws-b")
+            )
+        }
+        #expect(contents.map(\.content) == ["B"])
     }
 
     @Test func aClickWithoutAClickMetricThrowsTheAgentsInvalidArgumentOnName() async throws {

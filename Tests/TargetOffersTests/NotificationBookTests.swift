@@ -1,4 +1,6 @@
+import Logging
 import PreflightProtocol
+import StateFiles
 import Testing
 
 @testable import TargetOffers
@@ -8,10 +10,29 @@ import Testing
     private let origin = ContinuousClock.now
     private let epoch: Int64 = 1_800_000_000_000
 
-    private func notification(_ id: String, at epochMs: Int64 = 1_800_000_000_000) -> DisplayNotification {
+    private func notification(
+        _ id: String,
+        at epochMs: Int64 = 1_800_000_000_000,
+        property: String? = nil
+    ) -> DisplayNotification {
         DisplayNotification(
-            deliveryJSON: ["id": .string(id), "timestamp": .integer(epochMs), "mbox": ["name": .string("m-\(id)")]]
+            deliveryJSON: ["id": .string(id), "timestamp": .integer(epochMs), "mbox": ["name": .string("m-\(id)")]],
+            property: property
         )!
+    }
+
+    @Test func aBatchHoldsOnePropertysNotificationsOldestFirstTheOthersKeepingTheirOrder() {
+        var book = NotificationBook(capacity: 10)
+        for (id, property) in [("a", nil), ("b", "ws-b"), ("c", nil), ("d", "ws-b"), ("e", nil)] as [(String, String?)]
+        {
+            _ = book.enqueue(notification(id, property: property))
+        }
+        #expect(book.take(max: 2).map(\.id) == ["a", "c"])
+        #expect(book.pending.map(\.id) == ["b", "d", "e"])
+        // Riding along with ws-b's work: only ws-b's; with the configured property's: none of ws-b's.
+        #expect(book.take(max: 10, ride: true, property: "ws-b").map(\.id) == ["b", "d"])
+        #expect(book.take(max: 10, ride: true, property: "ws-c").isEmpty)
+        #expect(book.take(max: 10).map(\.id) == ["e"] && book.pending.isEmpty)
     }
 
     @Test func overCapacityTheOldestPendingIsDroppedAndItsIdReturnedForTheJournal() {
@@ -56,5 +77,59 @@ import Testing
         let book = NotificationBook(capacity: 10, replayed: [notification("a"), notification("b")])
         #expect(book.summary.pending == 2 && book.summary.counters.replayed == 2)
         #expect(book.summary.oldestTimestampMs == epoch)
+    }
+
+    @Test func optingOutDropsPendingAndInFlightAndASettledSendPutsNothingBack() {
+        var book = NotificationBook(capacity: 10)
+        for id in ["a", "b", "c", "d"] { _ = book.enqueue(notification(id)) }
+        let first = book.take(max: 1)
+        let second = book.take(max: 1)
+        let third = book.take(max: 1)
+        #expect(Set(book.dropAll()) == ["a", "b", "c", "d"])
+        #expect(book.isIdle && book.summary.counters.droppedOptedOut == 4)
+        // The sends in flight settle afterwards: unconfirmed, failed or refused, none comes back.
+        #expect(book.complete(first, acknowledged: ["a"]) == ["a"])
+        book.fail(second, error: "HTTP 503", now: origin, epochMs: epoch)
+        book.suspect(third)
+        #expect(book.isIdle && book.suspects.isEmpty)
+    }
+}
+
+/// `target.privacy`: configuration and the admin command, the later of the two winning.
+@Suite struct PrivacySettingTests {
+    private func file() -> StateFile {
+        StateFile(path: "/tmp/pf-privacy-\(RandomUUID.make()).json", logger: Logger(label: "test"))
+    }
+
+    @Test func theAdminChoiceOutlivesARestartUntilTheConfiguredValueChanges() {
+        let file = file()
+        defer { try? FileSystem.remove(file.path) }
+        let setting = PrivacySetting(configured: .optedIn, file: file)
+        #expect(setting.status == .optedIn && !setting.setByAdmin)
+        #expect(setting.set(.optedOut) == .optedIn)
+        // A restart with the same configuration keeps the admin's choice...
+        let restarted = PrivacySetting(configured: .optedIn, file: file)
+        #expect(restarted.status == .optedOut && restarted.setByAdmin)
+        // ...a reload with the same configured value changes nothing...
+        #expect(restarted.configure(.optedIn) == nil && restarted.status == .optedOut)
+        // ...and a new configured value applies, and forgets the admin's choice.
+        #expect(restarted.configure(.unknown) == .optedOut)
+        #expect(restarted.status == .unknown && !restarted.setByAdmin)
+        #expect(PrivacySetting(configured: .unknown, file: file).status == .unknown)
+    }
+
+    @Test func aConfigurationChangedWhileTheAgentWasDownWins() {
+        let file = file()
+        defer { try? FileSystem.remove(file.path) }
+        _ = PrivacySetting(configured: .optedIn, file: file).set(.optedOut)
+        let started = PrivacySetting(configured: .unknown, file: file)
+        #expect(started.status == .unknown && !started.setByAdmin)
+    }
+
+    @Test func aReloadToTheStatusInForceReportsNoChange() {
+        let setting = PrivacySetting(configured: .optedIn, file: nil)
+        _ = setting.set(.unknown)
+        #expect(setting.configure(.unknown) == nil)
+        #expect(setting.status == .unknown && !setting.setByAdmin)
     }
 }

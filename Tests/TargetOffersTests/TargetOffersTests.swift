@@ -603,6 +603,7 @@ struct ClickMetricTests {
     @Test func aClickNotificationCarriesTheClickTokenAndTheParameters() throws {
         let click = DisplayNotification.click(
             mbox: "promo",
+            property: "ws-a",
             state: "s1",
             token: "click-token",
             targeting: MboxTargeting(mboxParameters: [Parameter("placement", "home")]),
@@ -613,6 +614,40 @@ struct ClickMetricTests {
         #expect(item["type"] == "click" && item["timestamp"] == .integer(1_700_000_000_000))
         #expect(item["mbox"] == ["name": "promo", "state": "s1"] && item["tokens"] == ["click-token"])
         #expect(item["parameters"] == ["placement": "home"])
-        #expect(click.mboxName == "promo")
+        #expect(click.mboxName == "promo" && click.property == "ws-a")
+    }
+
+    @Test func aRequestCarriesItsPropertyOrTheConfiguredOne() throws {
+        var configuration = TargetConfiguration(clientCode: "acme", propertyToken: "configured")
+        let visitor = VisitorSession(timeout: .seconds(60), clock: SystemClock(), stateFile: nil).current
+        func property(_ codec: DeliveryCodec, _ token: String?) throws -> JSONValue? {
+            try JSONReader.read(codec.request(property: token, visitor: visitor, timeOffsetInMinutes: 0).body)[
+                "property"
+            ]
+        }
+        #expect(try property(DeliveryCodec(configuration: configuration), nil) == ["token": "configured"])
+        #expect(try property(DeliveryCodec(configuration: configuration), "ws-b") == ["token": "ws-b"])
+        configuration.propertyToken = ""
+        #expect(try property(DeliveryCodec(configuration: configuration), nil) == nil)
+    }
+
+    @Test func theCacheKeepsOneOfferPerMboxAndProperty() {
+        let cache = PrefetchCache(budgetBytes: 1 << 20)
+        for property in [nil, "ws-a", "ws-b"] {
+            cache.store(
+                CachedOffer(
+                    name: "logo",
+                    options: [OfferOption(type: "html", content: .string(property ?? "default"), eventToken: "t")],
+                    state: nil,
+                    property: property,
+                    now: .now,
+                    epochMs: 0
+                )
+            )
+        }
+        #expect(cache.hit(OfferKey("logo", property: "ws-a"), now: .now)?.content == "ws-a")
+        #expect(cache.hit("logo", now: .now)?.content == "default")
+        #expect(cache.peek(OfferKey("logo", property: "ws-c")) == nil)
+        #expect(cache.clear(name: "logo") == 3 && cache.summary.entries == 0)
     }
 }

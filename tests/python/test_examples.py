@@ -456,6 +456,26 @@ def test_a_click_reaches_target_and_a_deferred_display_is_reported_once(env):
         assert refused.value.code == "invalid_argument" and refused.value.field == "name"
 
 
+def test_two_publishers_apps_each_get_their_property_s_offers(env):
+    for token, content in (("ws-a", "<p>A</p>"), ("ws-b", "<p>B</p>")):
+        env.sim.call("PUT", f"/_sim/target/offers?propertyToken={token}",
+                     {"promo": {"type": "html", "content": content, "clickMetric": True}})
+    with env.client(property_token="ws-a") as app_a, env.client(property_token="ws-b") as app_b:
+        assert app_a.prefetch(["promo"]) is True and app_b.prefetch(["promo"]) is True
+        assert [(c.content, c.source) for c in app_a.load_requests([TargetRequest("promo", "d")])] == [
+            ("<p>A</p>", "cache")]
+        assert app_b.load_requests([TargetRequest("promo", "d")], notify_display=False)[0].content == "<p>B</p>"
+        assert app_b.displayed_locations(["promo"]) == ["promo"]
+        assert app_b.clicked_location("promo") is True
+        # A call may name another property than its client's (AEP's at_property).
+        assert app_a.load_requests([TargetRequest("promo", "d")], property_token="ws-b")[0].content == "<p>B</p>"
+    wait_until("the click at Target", lambda: len(target_notifications(env.sim, "click")) == 1)
+    wait_until("three impressions at Target", lambda: len(target_notifications(env.sim, "display")) == 3)
+    sent = target_notifications(env.sim, "display") + target_notifications(env.sim, "click")
+    assert sorted(n["propertyToken"] for n in sent) == ["ws-a", "ws-b", "ws-b", "ws-b"]
+    assert all(n["tokensIssuedUnderProperty"] for n in sent)
+
+
 def ok_count(env):
     """Notifications still queued at the agent once it sent what it had (flush waits for the delivery)."""
     return request(env.agent.admin, "notifications.flush")["result"]["queued"]

@@ -669,7 +669,8 @@ class PreflightClient:
 
     def __init__(self, endpoint: Optional[str] = None, *, events_endpoint: Optional[str] = None,
                  config: Optional[str] = None, requestor: Optional[str] = None,
-                 timeout: Optional[float] = None, retries: int = 2, context: Optional[zmq.Context] = None):
+                 timeout: Optional[float] = None, retries: int = 2, context: Optional[zmq.Context] = None,
+                 property_token: Optional[str] = None):
         settings = read_config(config) if (config is not None or endpoint is None or events_endpoint is None
                                            or requestor is None) else {}
         agent = settings.get("agent") if isinstance(settings.get("agent"), dict) else {}
@@ -681,6 +682,8 @@ class PreflightClient:
             if isinstance(requestors, list) and len(requestors) == 1 and isinstance(requestors[0], str):
                 requestor = requestors[0]
         self.requestor = requestor
+        # The Target property (workspace) of this app's publisher: AEP's `target.propertyToken` setting.
+        self.property_token = property_token
         self.timeout = timeout
         self.retries = max(0, int(retries))
         self._own_context = context is None
@@ -718,12 +721,22 @@ class PreflightClient:
 
     # Target.
 
+    def _in_property(self, args: Dict[str, Any], property_token: Optional[str] = None) -> Dict[str, Any]:
+        """A Target command's args with the call's property token, else the client's, when there is one."""
+        token = property_token if property_token is not None else self.property_token
+        if token is not None:
+            args["propertyToken"] = token
+        return args
+
     def prefetch(self, mboxes: Sequence[Union[TargetPrefetch, str]],
-                 profile_parameters: Optional[Parameters] = None, timeout: Optional[float] = None) -> bool:
+                 profile_parameters: Optional[Parameters] = None, timeout: Optional[float] = None,
+                 property_token: Optional[str] = None) -> bool:
         """Prefetches mboxes into the agent's cache (targetPrefetchContent); True when Target answered.
 
         `mboxes` are TargetPrefetch objects or plain mbox names. `timeout` (seconds, above 0, at most 60)
-        bounds the wait for Target for this call instead of the agent's `target.timeout`. False when Target
+        bounds the wait for Target for this call instead of the agent's `target.timeout`. `property_token`
+        (AEP's `at_property`) names the Target property of this call, else the client's `property_token`, else
+        the agent's `target.propertyToken`. False when Target
         failed or did not answer in time, or the agent was unreachable; an argument the agent refuses raises
         AgentError (code `invalid_argument`)."""
         args: Dict[str, Any] = {"mboxes": [_prefetch_object(mbox).to_wire() for mbox in mboxes]}
@@ -731,6 +744,7 @@ class PreflightClient:
             args["profileParameters"] = dict(profile_parameters)
         if timeout is not None:
             args["timeout"] = timeout
+        self._in_property(args, property_token)
         try:
             result = self.request("prefetch", args, attempt_timeout=_attempt_timeout(timeout, "prefetch"))
         except AgentUnavailable as error:
@@ -740,7 +754,8 @@ class PreflightClient:
 
     def load_requests(self, requests: Sequence[TargetRequest],
                       profile_parameters: Optional[Parameters] = None, *, notify_display: bool = True,
-                      with_data: bool = False, timeout: Optional[float] = None) -> List[TargetContent]:
+                      with_data: bool = False, timeout: Optional[float] = None,
+                      property_token: Optional[str] = None) -> List[TargetContent]:
         """Loads mbox contents (targetLoadRequests), from the prefetch cache where it holds them.
 
         Calls each request's callback with its content (and `content_with_data` with the content and its
@@ -752,7 +767,8 @@ class PreflightClient:
             reports it shown with `displayed_locations` (AEP's way); True (default) counts it at once.
         with_data: each TargetContent gets `data` (also implied by a request with `content_with_data`).
         timeout: seconds (above 0, at most 60) to wait for Target for this call instead of `target.timeout`;
-            what it cuts short answers its default content."""
+            what it cuts short answers its default content.
+        property_token: the Target property of this call (AEP's `at_property`), else the client's."""
         requests = list(requests)
         with_data = with_data or any(request.content_with_data is not None for request in requests)
         args: Dict[str, Any] = {"requests": [request.to_wire() for request in requests]}
@@ -764,6 +780,7 @@ class PreflightClient:
             args["withData"] = True
         if timeout is not None:
             args["timeout"] = timeout
+        self._in_property(args, property_token)
         try:
             result = self.request("loadRequests", args, attempt_timeout=_attempt_timeout(timeout, "loadRequests"))
             contents = [
@@ -787,14 +804,16 @@ class PreflightClient:
     def clicked_location(self, name: str, mbox_parameters: Optional[Parameters] = None,
                          profile_parameters: Optional[Parameters] = None,
                          product_parameters: Optional[Dict[str, str]] = None,
-                         order_parameters: Optional[Dict[str, Any]] = None) -> bool:
+                         order_parameters: Optional[Dict[str, Any]] = None,
+                         property_token: Optional[str] = None) -> bool:
         """Tells Target the user clicked the offer of mbox `name` (AEP's clickedLocation): the agent queues a
         click notification with the click metric Target sent with the offer, and delivers it as display
         notifications are. True once queued, False when the agent was unreachable (logged; nothing sent).
         An mbox neither prefetched nor loaded, or whose offer has no click metric, raises AgentError
         (`invalid_argument`, field `name`), as does a parameter the agent refuses."""
-        args = {"name": name, **_target_parameters(mbox_parameters, profile_parameters, product_parameters,
-                                                   order_parameters)}
+        args = self._in_property({"name": name, **_target_parameters(mbox_parameters, profile_parameters,
+                                                                     product_parameters, order_parameters)},
+                                 property_token)
         try:
             return self.request("clickedLocation", args).get("queued") is True
         except AgentUnavailable as error:
@@ -804,14 +823,16 @@ class PreflightClient:
     def displayed_locations(self, names: Sequence[str], mbox_parameters: Optional[Parameters] = None,
                             profile_parameters: Optional[Parameters] = None,
                             product_parameters: Optional[Dict[str, str]] = None,
-                            order_parameters: Optional[Dict[str, Any]] = None) -> Optional[List[str]]:
+                            order_parameters: Optional[Dict[str, Any]] = None,
+                            property_token: Optional[str] = None) -> Optional[List[str]]:
         """Reports the mboxes the app showed (AEP's displayedLocations), after a load with
         `notify_display=False`: each gets one display notification, with these parameters when any are given,
         else those of the load. Returns the names notified; the others were not loaded that way or already
         counted (the agent skips them so nothing is counted twice). None when the agent was unreachable
         (logged; nothing sent)."""
-        args = {"names": list(names), **_target_parameters(mbox_parameters, profile_parameters, product_parameters,
-                                                           order_parameters)}
+        args = self._in_property({"names": list(names), **_target_parameters(mbox_parameters, profile_parameters,
+                                                                             product_parameters, order_parameters)},
+                                 property_token)
         try:
             notified = self.request("displayedLocations", args).get("notified")
         except AgentUnavailable as error:

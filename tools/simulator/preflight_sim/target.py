@@ -198,6 +198,7 @@ class TargetState:
         self.issued_tokens: dict[str, set[str]] = {}
         self.issued_click_tokens: dict[str, set[str]] = {}
         self.issued_states: dict[str, set[str]] = {}
+        self.token_properties: dict[str, set[str | None]] = {}  # event/click token -> properties it was issued in
         self.revoked_tokens: set[str] = set()
         self.visitors: deque[dict] = deque(maxlen=visitors.VISITOR_LOG_SIZE)
         self.max_age_ms = NOTIFICATION_MAX_AGE_MS
@@ -218,11 +219,14 @@ class TargetState:
         return [(self.offers, False), *((o, False) for o in self.workspaces.values()),
                 *((o, True) for o in self.previews.values())]
 
-    def issue(self, name: str, options: list[dict], state: str | None, click: list[dict]) -> None:
+    def issue(self, name: str, options: list[dict], state: str | None, click: list[dict],
+              property_token: str | None = None) -> None:
         tokens = self.issued_tokens.setdefault(name, set())
         tokens.update(o["eventToken"] for o in options)
         if click:
             self.issued_click_tokens.setdefault(name, set()).update(m["eventToken"] for m in click)
+        for token in [o["eventToken"] for o in options] + [m["eventToken"] for m in click]:
+            self.token_properties.setdefault(token, set()).add(property_token)
         if state is not None:
             self.issued_states.setdefault(name, set()).add(state)
 
@@ -446,12 +450,16 @@ def _mbox_entries(state: TargetState, delivery: Delivery, mboxes: Any, prefetch:
             entry["trace"] = visitors.mbox_trace(mbox=mbox, kind="prefetch" if prefetch else "execute",
                                                  request=delivery.trace, visitor=delivery.visitor, offer=offer,
                                                  preview=preview, property_token=delivery.scope.property_token)
-        state.issue(name, options, entry.get("state"), click)
+        state.issue(name, options, entry.get("state"), click, delivery.scope.property_token)
         out.append(entry)
     return out
 
 
-def _record_notifications(state: TargetState, seq: int, notifications: list, now: float) -> list[dict]:
+def _record_notifications(state: TargetState, seq: int, notifications: list, now: float,
+                          property_token: str | None = None) -> list[dict]:
+    """Records each notification with the request's `property.token`: `tokensIssuedUnderProperty` says whether
+    Target issued every one of its tokens in that property's workspace (a notification sent under another
+    property would count for activities of the wrong workspace)."""
     acknowledged = []
     for note in notifications:
         mbox = note.get("mbox") if isinstance(note.get("mbox"), dict) else {}
@@ -469,6 +477,9 @@ def _record_notifications(state: TargetState, seq: int, notifications: list, now
             "tokens": list(tokens),
             "tokensIssued": bool(tokens) and all(t in issued for t in tokens),
             "stateIssued": mbox.get("state") in state.issued_states.get(name, set()) if name is not None else False,
+            "propertyToken": property_token,
+            "tokensIssuedUnderProperty": bool(tokens) and all(
+                property_token in state.token_properties.get(t, set()) for t in tokens if isinstance(t, str)),
             "impressionId": note.get("impressionId"),
             "parameters": note.get("parameters"),
             "profileParameters": note.get("profileParameters"),
@@ -659,7 +670,7 @@ def _deliver(sim, state: TargetState, req: Request, body: dict, seq: int, scope:
         document["prefetch"] = out
     if isinstance(body.get("notifications"), list):
         document["notifications"] = _record_notifications(state, seq, body["notifications"],
-                                                           sim.clock.now_ms())
+                                                           sim.clock.now_ms(), scope.property_token)
     return Outcome(Response.json(200, document), advisories)
 
 

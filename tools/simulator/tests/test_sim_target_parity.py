@@ -387,6 +387,21 @@ def test_a_property_token_is_answered_from_its_workspace_only(sim):
     assert sim.violations() == []
 
 
+def test_a_notification_is_recorded_with_the_property_it_was_sent_under(sim):
+    put_offer(sim, "logo", {"type": "html", "content": "<p>logo A</p>"}, token="ws-a")
+    token_a = mboxes(sim, "logo", **prop("ws-a"))[0]["options"][0]["eventToken"]
+    token_default = mboxes(sim, "logo")[0]["options"][0]["eventToken"]
+    assert token_a != token_default
+    display = {"type": "display", "mbox": {"name": "logo"}}
+    deliver(sim, {"context": mobile_context(), **prop("ws-a"), "notifications": [
+        {**display, "id": "right", "timestamp": sim_now(sim), "tokens": [token_a]},
+        {**display, "id": "wrong", "timestamp": sim_now(sim), "tokens": [token_default]}]})
+    notify(sim, {**display, "id": "default", "timestamp": sim_now(sim), "tokens": [token_default]})
+    recorded = sim.get("/_sim/target/notifications").json()["notifications"]
+    assert [(n["id"], n["propertyToken"], n["tokensIssued"], n["tokensIssuedUnderProperty"]) for n in recorded] == [
+        ("right", "ws-a", True, True), ("wrong", "ws-a", True, False), ("default", None, True, True)]
+
+
 def test_workspaces_are_deleted_per_token(sim):
     put_offer(sim, "promo", {"type": "json", "content": {"a": 1}}, token="ws-a")
     r = sim.delete("/_sim/target/offers/logo", params={"propertyToken": "ws-a"})
