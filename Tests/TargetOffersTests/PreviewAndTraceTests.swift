@@ -242,6 +242,19 @@ private final class PublishedEvents: Sendable {
         #expect(events.bodies(.targetPreview).last?["reason"] == "refused")
     }
 
+    /// The request sent again without the refused token is the same request: same property (workspace).
+    @Test func aRefusedRequestIsSentAgainUnderItsProperty() async {
+        let delivery = PreviewingDelivery()
+        let target = service(delivery, clock: manualClock(), events: PublishedEvents())
+        _ = target.startPreview(token: "not-registered", duration: .seconds(600))
+        let result = await target.prefetch(
+            PrefetchCommand(mboxes: [PrefetchMbox(name: "logo")], propertyToken: "workspace-b")
+        )
+        #expect(result.success)
+        #expect(delivery.bodies.map { $0["property"]?["token"] } == ["workspace-b", "workspace-b"])
+        #expect(delivery.bodies.map { $0["qaMode"] != nil } == [true, false])
+    }
+
     @Test func aRefusalSentAloneEndsThePreviewAndTheNotificationsGoWithoutIt() async {
         let delivery = PreviewingDelivery()
         let target = service(delivery, clock: manualClock(), events: PublishedEvents())
