@@ -50,6 +50,8 @@ extension CommandDispatcher {
             return .success(.object(detail))
         case .offersClear:
             return .success(["cleared": .integer(Int64(target.clearCache(name: try arguments.optionalString("name"))))])
+        case .targetPreview:
+            return .success(preview(try TargetPreviewCommand.decode(arguments)))
         case .notificationsStatus:
             return .success(notificationsResult())
         case .notificationsFlush:
@@ -154,6 +156,7 @@ extension CommandDispatcher {
             ],
             "target": [
                 "cache": cacheResult(),
+                "preview": previewResult(),
                 "visitor": visitorResult(),
                 "notifications": notificationsResult(),
                 "loads": loadsResult(),

@@ -243,6 +243,9 @@ public struct CommandDispatcher: RequestHandler {
             }
             Reply.endSuccess(&reply)
             return .now(.reply(reply.bytes))
+        case .tracedLoad(let command):
+            let target = self.target
+            return .later { .encoded(await target.tracedLoad(command)) }
         case .clearPrefetchCache:
             return .success(["cleared": .integer(Int64(target.clearCache()))])
         case .preauthorize(let command):

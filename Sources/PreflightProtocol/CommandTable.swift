@@ -42,6 +42,7 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case offersList = "offers.list"
     case offersShow = "offers.show"
     case offersClear = "offers.clear"
+    case targetPreview = "target.preview"
     case notificationsStatus = "notifications.status"
     case notificationsFlush = "notifications.flush"
     case configShow = "config.show"
@@ -146,6 +147,11 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             CommandDeclaration(.adminOnly, "one cached offer with its content, state and options")
         case .offersClear:
             CommandDeclaration(.adminOnly, "drops one cached offer, or all")
+        case .targetPreview:
+            CommandDeclaration(
+                .adminOnly,
+                "Target's QA mode for every app, for a while (a marketer's preview link); ends by itself"
+            )
         case .notificationsStatus:
             CommandDeclaration(.adminOnly, "the display-notification queue")
         case .notificationsFlush:

@@ -96,6 +96,8 @@ public enum AppCommand: Sendable, Hashable {
     indirect case visitor(VisitorCommand)
     indirect case clickedLocation(ClickedLocationCommand)
     indirect case displayedLocations(DisplayedLocationsCommand)
+    /// A `loadRequests` with `trace`: never read by the one-pass reader, never answered from the cache.
+    indirect case tracedLoad(TracedLoadCommand)
 
     /// The command of the table this is.
     public var command: Command {
@@ -109,6 +111,7 @@ public enum AppCommand: Sendable, Hashable {
         case .visitor(let command): command.command
         case .clickedLocation: .clickedLocation
         case .displayedLocations: .displayedLocations
+        case .tracedLoad: .loadRequests
         }
     }
 
@@ -129,7 +132,7 @@ public enum AppCommand: Sendable, Hashable {
         case .ping: return .ping
         case .clearPrefetchCache: return .clearPrefetchCache
         case .prefetch: return .prefetch(try PrefetchCommand.decode(args, maxMboxes: limits.maxMboxes))
-        case .loadRequests: return .loadRequests(try LoadRequestsCommand.decode(args, maxMboxes: limits.maxMboxes))
+        case .loadRequests: return try loadRequests(args, maxMboxes: limits.maxMboxes)
         case .preauthorize:
             return .preauthorize(try PreauthorizeCommand.decode(args, maxResources: limits.maxResources))
         case .clickedLocation: return .clickedLocation(try ClickedLocationCommand.decode(args))

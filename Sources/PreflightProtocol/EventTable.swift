@@ -7,6 +7,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case agentReloaded = "agent.reloaded"
     case offersPrefetched = "offers.prefetched"
     case offersCleared = "offers.cleared"
+    case targetPreview = "target.preview"
     case targetReset = "target.reset"
     case targetPrivacy = "target.privacy"
     case upstreamError = "upstream.error"
@@ -30,6 +31,12 @@ public enum EventTopic: String, CaseIterable, Sendable {
         case .agentReloaded: ("`applied`, `error`", "after SIGHUP: whether the new configuration applies")
         case .offersPrefetched: ("`mboxes`, `cached`, `evicted`", "a `prefetch` Target answered")
         case .offersCleared: ("`cleared`, `name` when one entry was cleared", "the prefetch cache was emptied")
+        case .targetPreview:
+            (
+                "`state` (on, off), `token` (its first 4 characters), `expiresInMs` (on), `reason` (off: ended, "
+                    + "expired, refused), `cleared` (cached offers dropped)",
+                "a Target preview (QA mode) began or ended (`target.preview`)"
+            )
         case .targetReset:
             ("`cleared` (cached offers dropped), `by` (the command)", "a new Target visitor began (`resetExperience`)")
         case .targetPrivacy:

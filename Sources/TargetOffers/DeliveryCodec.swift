@@ -29,7 +29,8 @@ public struct DeliveryCodec: Sendable {
     }
 
     /// The request for a set of prefetches, executes and notifications, made with `visitor`'s identity, under
-    /// `property` (nil: the configured `target.propertyToken`).
+    /// `property` (nil: the configured `target.propertyToken`); with `qaModeToken`, in Target's QA mode
+    /// (`qaMode.token`, a preview); with `trace`, traced (`trace.authorizationToken`).
     public func request(
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
@@ -37,7 +38,9 @@ public struct DeliveryCodec: Sendable {
         notifications: [DisplayNotification] = [],
         property: String? = nil,
         visitor: VisitorSession.Snapshot,
-        timeOffsetInMinutes: Int
+        timeOffsetInMinutes: Int,
+        qaModeToken: String? = nil,
+        trace: TargetTrace? = nil
     ) -> HTTPRequest {
         var body: JSONObject = ["requestId": .string(RandomUUID.make())]
         body["context"] = .object(context(timeOffsetInMinutes: timeOffsetInMinutes))
@@ -65,6 +68,8 @@ public struct DeliveryCodec: Sendable {
         if !execute.isEmpty {
             body["execute"] = ["mboxes": .array(mboxes(execute, profileParameters: profileParameters))]
         }
+        if let qaModeToken { body["qaMode"] = ["token": .string(qaModeToken)] }
+        if let trace { body["trace"] = ["authorizationToken": .string(trace.authorizationToken)] }
         return HTTPRequest(
             method: "POST",
             url: url(visitor: visitor),
@@ -187,6 +192,8 @@ public struct DeliveryResponse: Sendable {
         /// What AEP's `contentWithDataCallback` gives: `responseTokens` (of the first option that has them),
         /// `analyticsPayload` and `clickMetricAnalyticsPayload`, each present only when Target sent it.
         public var data: JSONObject?
+        /// The mbox's `trace` (a TraceResponse) as Target sent it, for a traced request.
+        public var trace: JSONValue?
     }
 
     public var tntId: String?
@@ -194,6 +201,8 @@ public struct DeliveryResponse: Sendable {
     public var prefetched: [Mbox]
     public var executed: [Mbox]
     public var acknowledgedNotificationIds: Set<String>
+    /// The `QAPreview.generation` the request was sent under: its offers are the preview's of that one.
+    public var previewGeneration = 0
 }
 
 /// Why a Delivery call gave no usable answer; names the reason counted under "defaults by reason".
@@ -215,6 +224,15 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
     public var isRefusal: Bool {
         if case .status(400, _) = self { return true }
         return false
+    }
+
+    /// Target refused the request's QA mode token (`400`, `Invalid QA mode token`): the preview link's
+    /// token is unknown to the account, or no longer valid. Known by Target's message, the only thing that
+    /// tells it from a request refused for an invalid notification.
+    public var refusesQAModeToken: Bool {
+        guard case .status(400, let message?) = self else { return false }
+        let lowered = message.lowercased()
+        return lowered.contains("qa mode") || lowered.contains("qamode")
     }
 
     /// The server was not reached or did not answer in time (connection refused or reset, name
@@ -301,7 +319,8 @@ extension DeliveryResponse {
                 state: mbox["state"]?.stringValue,
                 options: options,
                 clickToken: click?["eventToken"]?.stringValue,
-                data: data.isEmpty ? nil : data
+                data: data.isEmpty ? nil : data,
+                trace: mbox["trace"]
             )
         }
     }

@@ -168,7 +168,8 @@ func writeLoadResultElement(
     name: String,
     content: String,
     source: StaticString,
-    data: JSONObject? = nil
+    data: JSONObject? = nil,
+    trace: JSONValue? = nil
 ) -> Range<Int> {
     writer.appendASCII("{\"name\":")
     writer.writeString(name)
@@ -182,6 +183,10 @@ func writeLoadResultElement(
     if let data {
         writer.appendASCII(",\"data\":")
         writer.write(.object(data))
+    }
+    if let trace {
+        writer.appendASCII(",\"trace\":")
+        writer.write(trace)
     }
     writer.appendASCII("}")
     return range

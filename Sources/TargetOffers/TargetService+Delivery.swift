@@ -22,7 +22,8 @@ extension TargetService {
         prefetch: [DeliveryMbox],
         execute: [DeliveryMbox],
         profile: [Parameter],
-        property: String? = nil
+        property: String? = nil,
+        trace: TargetTrace? = nil
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         // Not sent at all unless the box is opted in; loads then get their default content.
         let privacy = self.privacy
@@ -38,7 +39,8 @@ extension TargetService {
             execute: execute,
             profile: profile,
             notifications: batch,
-            property: property
+            property: property,
+            trace: trace
         )
         switch result {
         case .success(let response):
@@ -57,7 +59,8 @@ extension TargetService {
                 prefetch: prefetch,
                 execute: execute,
                 profile: profile,
-                property: property
+                property: property,
+                trace: trace
             )
         case .failure(let failure):
             notifications.fail(batch, error: failure.detail)
@@ -151,6 +154,10 @@ extension TargetService {
 
     /// One Delivery API exchange: the request, the counters, what the visitor learns, and the log line and
     /// event of a failure. Settling notifications is the caller's.
+    ///
+    /// While a preview is on, the request carries its QA mode token. When Target refuses that token, the
+    /// preview ends and the request is sent again at once without it: the work and the notifications it
+    /// carried are not the fault, and must neither fail nor be dropped as invalid.
     private func send(
         operation: String,
         prefetch: [DeliveryMbox] = [],
@@ -158,6 +165,7 @@ extension TargetService {
         profile: [Parameter] = [],
         notifications batch: [DisplayNotification] = [],
         property: String? = nil,
+        trace: TargetTrace? = nil,
         probe: Bool = false
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         if prefetch.isEmpty && execute.isEmpty && batch.isEmpty && !probe {
@@ -172,6 +180,8 @@ extension TargetService {
             )
         }
         let identity = visitor.begin()
+        let now = clock.now()
+        let (preview, previewGeneration) = previewBox.withLock { ($0.active(at: now), $0.generation) }
         let request = DeliveryCodec(configuration: configuration).request(
             prefetch: prefetch,
             execute: execute,
@@ -179,13 +189,19 @@ extension TargetService {
             notifications: batch,
             property: property,
             visitor: identity,
-            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
+            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60,
+            qaModeToken: preview?.token,
+            trace: trace
         )
         let started = ContinuousClock.now
         let result: Result<DeliveryResponse, DeliveryFailure>
         do {
             let response = try await transport.send(request)
-            result = Result { () throws(DeliveryFailure) in try DeliveryResponse.decode(response) }
+            result = Result { () throws(DeliveryFailure) in
+                var decoded = try DeliveryResponse.decode(response)
+                decoded.previewGeneration = previewGeneration
+                return decoded
+            }
         } catch {
             switch error.kind {
             case .upstreamDown:
@@ -244,6 +260,19 @@ extension TargetService {
                     "message": .string(failure.detail),
                 ]
             )
+            if let preview, failure.refusesQAModeToken {
+                endRefusedPreview(preview, detail: failure.detail)
+                return await send(
+                    operation: operation,
+                    prefetch: prefetch,
+                    execute: execute,
+                    profile: profile,
+                    notifications: batch,
+                    property: property,
+                    trace: trace,
+                    probe: probe
+                )
+            }
         }
         return result
     }

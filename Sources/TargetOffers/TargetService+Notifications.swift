@@ -10,6 +10,8 @@ extension TargetService {
         var lastSync = clock.now()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(200))
+            // A preview ends on time (within a turn) even when no request is made.
+            endPreviewIfExpired()
             // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
             // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
             // A batch Target answered without confirming anything waits for the next turn.

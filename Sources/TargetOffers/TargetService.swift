@@ -43,6 +43,8 @@ public final class TargetService: Sendable {
         let command: LoadRequestsCommand
         /// Per request: its element of the result (`{"name":…,"content":…,"source":…}`) when known.
         let answered: [[UInt8]?]
+        /// A traced load's `trace`: its own call, each element with Target's `trace`.
+        var trace: TargetTrace?
     }
 
     private struct MissKey: Hashable, Sendable {
@@ -50,11 +52,13 @@ public final class TargetService: Sendable {
         var targeting: MboxTargeting
         var profile: [Parameter]
         var property: String?
+        /// The preview generation (`QAPreview`): a load never joins a call made with another preview.
+        var preview: Int
     }
 
     private enum MissOutcome: Sendable {
-        /// The content, and the `data` of a `withData` load (nil when Target sent none).
-        case content(String, data: JSONObject?)
+        /// The content, the `data` of a `withData` load and the mbox's `trace` (each nil when Target sent none).
+        case content(String, data: JSONObject?, trace: JSONValue?)
         case failed(reason: String)
     }
 
@@ -82,6 +86,8 @@ public final class TargetService: Sendable {
     /// The privacy status in force and the file that keeps the admin's choice.
     let privacySetting: PrivacySetting
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
+    /// Target's QA mode for every app (`target.preview`); runtime state only.
+    let previewBox = Mutex(QAPreview())
 
     public init(
         configuration: TargetConfiguration,
@@ -243,21 +249,29 @@ public final class TargetService: Sendable {
     public func completeLoad(_ pending: PendingLoad) async -> [UInt8] {
         let command = pending.command
         let property = self.property(command.propertyToken)
+        let preview = previewBox.withLock { $0.generation }
         var keys: [Int: MissKey] = [:]
         for (index, request) in command.requests.enumerated() where pending.answered[index] == nil {
             keys[index] = MissKey(
                 name: request.name,
                 targeting: request.targeting,
                 profile: command.profileParameters,
-                property: property
+                property: property,
+                preview: preview
             )
         }
-        // Join calls in flight for identical misses; start one call for the rest, in request order.
+        // Join calls in flight for identical misses; start one call for the rest, in request order. A traced
+        // load has a call of its own: the trace is of its request.
         let profile = command.profileParameters
         let batch = keys.sorted { $0.key < $1.key }.map(\.value)
-        let shared: @Sendable () async -> [MissKey: MissOutcome] = {
-            await self.inFlightMisses.run(batch: batch) { fresh in
-                await self.execute(fresh, profile: profile, property: property)
+        let shared: @Sendable () async -> [MissKey: MissOutcome]
+        if let trace = pending.trace {
+            shared = { await self.execute(batch, profile: profile, property: property, trace: trace) }
+        } else {
+            shared = {
+                await self.inFlightMisses.run(batch: batch) { fresh in
+                    await self.execute(fresh, profile: profile, property: property)
+                }
             }
         }
         // An app that asked for less than `target.timeout` gets its defaults at its own deadline.
@@ -275,6 +289,7 @@ public final class TargetService: Sendable {
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
         var defaults: [String: Int] = [:]
+        let traced = pending.trace != nil
         result.appendASCII("{\"contents\":[")
         for (index, request) in command.requests.enumerated() {
             if index > 0 { result.appendASCII(",") }
@@ -283,13 +298,14 @@ public final class TargetService: Sendable {
                 continue
             }
             switch keys[index].flatMap({ outcomes[$0] }) ?? .failed(reason: "network") {
-            case .content(let text, let data):
+            case .content(let text, let data, let trace):
                 writeLoadResultElement(
                     &result,
                     name: request.name,
                     content: text,
                     source: "network",
-                    data: command.withData ? data ?? [:] : nil
+                    data: command.withData ? data ?? [:] : nil,
+                    trace: traced ? .some(trace ?? .null) : .none
                 )
                 network += 1
             case .failed(let reason):
@@ -298,7 +314,8 @@ public final class TargetService: Sendable {
                     name: request.name,
                     content: request.defaultContent,
                     source: "default",
-                    data: command.withData ? [:] : nil
+                    data: command.withData ? [:] : nil,
+                    trace: traced ? .some(.null) : .none
                 )
                 defaults[reason, default: 0] += 1
             }
@@ -311,16 +328,32 @@ public final class TargetService: Sendable {
         return result.bytes
     }
 
-    private func execute(_ keys: [MissKey], profile: [Parameter], property: String?) async -> [MissKey: MissOutcome] {
+    private func execute(
+        _ keys: [MissKey],
+        profile: [Parameter],
+        property: String?,
+        trace: TargetTrace? = nil
+    ) async -> [MissKey: MissOutcome] {
         let mboxes = keys.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
-        switch await deliver(operation: "execute", prefetch: [], execute: mboxes, profile: profile, property: property)
-        {
+        let answer = await deliver(
+            operation: "execute",
+            prefetch: [],
+            execute: mboxes,
+            profile: profile,
+            property: property,
+            trace: trace
+        )
+        switch answer {
         case .success(let response):
             rememberClicks(of: response.executed, property: property)
             var outcomes: [MissKey: MissOutcome] = [:]
             for key in keys {
                 if let mbox = response.executed.first(where: { $0.name == key.name }), !mbox.options.isEmpty {
-                    outcomes[key] = .content(mbox.options.map(\.contentText).joined(), data: mbox.data)
+                    outcomes[key] = .content(
+                        mbox.options.map(\.contentText).joined(),
+                        data: mbox.data,
+                        trace: mbox.trace
+                    )
                 } else {
                     outcomes[key] = .failed(reason: "noContent")
                 }
@@ -337,7 +370,8 @@ public final class TargetService: Sendable {
     public func prefetch(_ command: PrefetchCommand) async -> PrefetchResult {
         let mboxes = command.mboxes.map { DeliveryMbox(name: $0.name, targeting: $0.targeting) }
         counterBox.withLock { $0.prefetchCommands += 1 }
-        // Offers decided for a visitor reset meanwhile are not cached for the new one.
+        // Offers decided for a visitor reset meanwhile are not cached for the new one, nor offers decided
+        // under another preview (a preview's after its end, the live activities' during it).
         let generation = visitor.current.generation
         let profile = command.profileParameters
         let property = self.property(command.propertyToken)
@@ -358,7 +392,9 @@ public final class TargetService: Sendable {
             answered = await call()
         }
         switch answered {
-        case .success(let response) where visitor.current.generation == generation:
+        case .success(let response)
+        where visitor.current.generation == generation
+            && response.previewGeneration == previewBox.withLock({ $0.generation }):
             let now = clock.now()
             let epoch = clock.epochMilliseconds()
             var cachedNames = Set<String>()

@@ -8,6 +8,22 @@ func printJSON(_ value: JSONValue) {
     print(JSONWriter.string(value))
 }
 
+/// A value as indented JSON for a person (two spaces a level, members in the order received).
+func prettyJSON(_ value: JSONValue, indent: String = "") -> String {
+    let inner = indent + "  "
+    switch value {
+    case .object(let object) where !object.isEmpty:
+        let members = object.map {
+            "\(inner)\(JSONWriter.string(.string($0.key))): \(prettyJSON($0.value, indent: inner))"
+        }
+        return "{\n" + members.joined(separator: ",\n") + "\n\(indent)}"
+    case .array(let elements) where !elements.isEmpty:
+        return "[\n" + elements.map { inner + prettyJSON($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+    default:
+        return JSONWriter.string(value)
+    }
+}
+
 /// A JSON scalar as a person reads it: strings bare, numbers without a trailing ".0", null as "-".
 func displayValue(_ value: JSONValue) -> String {
     switch value {

@@ -204,6 +204,9 @@ struct OffersLoad: AgentCommand {
             SOURCE is cache (from the prefetch cache, no network), network (fetched from Target now) or default \
             (your --default text, because Target failed, timed out or had no content). Like an app's load, a \
             cached offer served here sends Target a display notification.
+
+            With --trace, the load goes to Target in a call of its own (never from the cache) with Target's \
+            trace asked for, and each mbox's trace is printed after the table as Target sent it.
             """
     )
 
@@ -218,20 +221,31 @@ struct OffersLoad: AgentCommand {
     )
     var defaultContent: String
 
+    @Option(
+        help: ArgumentHelp(
+            "Ask Target for its trace with this authorization token (made for the account in Target's UI).",
+            valueName: "token"
+        )
+    )
+    var trace: String?
+
     @Argument(help: ArgumentHelp("The mbox names to load.", valueName: "name"), completion: .custom(cachedOfferNames))
     var names: [String]
 
     func validate() throws {
         if names.isEmpty { throw ValidationError("name at least one mbox to load") }
+        if trace?.isEmpty == true { throw ValidationError("--trace needs Target's authorization token") }
     }
 
     func run() throws {
         let requests = names.map {
             JSONValue.object(parameters.decorate(["name": .string($0), "defaultContent": .string(defaultContent)]))
         }
+        var args = parameters.decorateArguments(["requests": .array(requests)])
+        if let trace { args["trace"] = ["authorizationToken": .string(trace)] }
         let result = try options.call(
             Command.loadRequests.wireName,
-            args: parameters.decorateArguments(["requests": .array(requests)]),
+            args: args,
             endpoint: options.appEndpoint(override: app.appEndpoint)
         )
         if options.json {
@@ -246,6 +260,17 @@ struct OffersLoad: AgentCommand {
             ])
         }
         table.print()
+        guard trace != nil else { return }
+        for content in result["contents"]?.arrayValue ?? [] {
+            let name = content["name"].map(displayValue) ?? "?"
+            if let trace = content["trace"], trace != .null {
+                print("\nTrace of \(name), as Target sent it:\n\(prettyJSON(trace))")
+            } else {
+                // A token Target does not accept gets an answer without a trace; a default may be no answer.
+                let upstream = content["source"] == .string("default") ? " and Upstream target in `status`" : ""
+                print("\nTrace of \(name): none; Target sent no trace (check the authorization token\(upstream))")
+            }
+        }
     }
 }
 

@@ -64,6 +64,9 @@ struct Status: AgentCommand {
                 )
             )
             rows.append(("Defaults served", defaultsSummary(target["loads"]?["defaultsByReason"])))
+            if let preview = previewSummary(target["preview"]) {
+                rows.append(("Target preview", "\(preview): every app gets Target's QA mode offers"))
+            }
             let visitor = target["visitor"]
             let session = visitor?["sessionAgeMs"]?.doubleValue.map { formatDuration(milliseconds: $0) } ?? "-"
             rows.append(

@@ -5,7 +5,7 @@ struct TargetGroup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "target",
         abstract: "The box's Target visitor: its ids, a new visitor for a new household, its privacy status.",
-        subcommands: [TargetVisitor.self, TargetReset.self, TargetPrivacyCommand.self]
+        subcommands: [TargetVisitor.self, TargetReset.self, TargetPrivacyCommand.self, TargetPreview.self]
     )
 }
 

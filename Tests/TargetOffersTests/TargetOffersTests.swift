@@ -419,16 +419,25 @@ let logger = Logger(label: "test")
     }
 }
 
+/// A service for `http://127.0.0.1:9` without a state directory, on `clock`, publishing to `publish`.
+func targetService(
+    _ transport: any HTTPTransport,
+    clock: any AgentClock = manualClock(),
+    publish: @escaping @Sendable (EventTopic, JSONObject) -> Void = { _, _ in }
+) -> TargetService {
+    TargetService(
+        configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
+        transport: transport,
+        stateDirectory: nil,
+        clock: clock,
+        logger: logger,
+        publish: publish
+    )
+}
+
 @Suite struct TargetServiceTests {
     private func service(_ transport: ScriptedTransport) -> TargetService {
-        TargetService(
-            configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),
-            transport: transport,
-            stateDirectory: nil,
-            clock: manualClock(),
-            logger: logger,
-            publish: { _, _ in }
-        )
+        targetService(transport)
     }
 
     /// A load that needs the network, finished: its `result` as JSON.

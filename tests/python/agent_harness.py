@@ -144,6 +144,22 @@ def read_log(folder):
         return ""
 
 
+def same_as_documented(documented, actual, varies, path="result"):
+    """Asserts that `actual` (a reply) has the keys of `documented` (a doc's example) in the same order, and its
+    values, except where `varies(path, documented, actual)` says the value differs from run to run: it then
+    checks what it can (its type, a range) and returns True."""
+    if isinstance(documented, dict):
+        assert isinstance(actual, dict) and list(actual) == list(documented), (path, documented, actual)
+        for key in documented:
+            same_as_documented(documented[key], actual[key], varies, f"{path}.{key}")
+    elif isinstance(documented, list):
+        assert isinstance(actual, list) and len(actual) == len(documented), (path, documented, actual)
+        for index, (d, a) in enumerate(zip(documented, actual)):
+            same_as_documented(d, a, varies, f"{path}[{index}]")
+    elif not varies(path, documented, actual):
+        assert actual == documented, (path, documented, actual)
+
+
 class Events:
     """A subscriber to the agent's events endpoint, collecting what arrives under `prefix`."""
 
