@@ -19,22 +19,29 @@ extension IPCServer {
     // MARK: - The I/O thread
 
     func runThread(started: CheckedContinuation<Result<Void, AgentError>, Never>) {
-        let sockets: Sockets
         do {
-            sockets = try bindSockets()
-        } catch {
-            shared.withLock { $0.admission.finished() }
-            started.resume(returning: .failure(error))
-            return
+            let sockets: Sockets
+            do {
+                sockets = try bindSockets()
+            } catch {
+                shared.withLock { $0.admission.finished() }
+                started.resume(returning: .failure(error))
+                return
+            }
+            shared.withLock { $0.admission.started() }
+            started.resume(returning: .success(()))
+            logger.info(
+                "listening",
+                metadata: ["app": "\(endpoints.app)", "admin": "\(endpoints.admin)", "events": "\(endpoints.events)"]
+            )
+            runLoop(sockets)
+            sockets.closeAll()
         }
-        shared.withLock { $0.admission.started() }
-        started.resume(returning: .success(()))
-        logger.info(
-            "listening",
-            metadata: ["app": "\(endpoints.app)", "admin": "\(endpoints.admin)", "events": "\(endpoints.events)"]
-        )
-        runLoop(sockets)
-        sockets.closeAll()
+        // The sockets and their context are gone by here: the context's termination (`zmq_ctx_term`) has
+        // waited, up to the linger, for the last replies and `agent.stopping` to leave. Only then may `stop()`
+        // return: the process exits soon after, and an exit during that wait drops them (a loaded machine
+        // lost `agent.stopping` this way: the context's last reference used to go at the end of this function,
+        // after the waiters below had resumed).
         removeSocketFiles()
         let waiters = shared.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.admission.finished()
