@@ -86,12 +86,12 @@ public struct CommandLimits: Sendable, Hashable {
 /// An app command with typed, validated arguments.
 public enum AppCommand: Sendable, Hashable {
     case ping
-    case prefetch(PrefetchCommand)
     case loadRequests(LoadRequestsCommand)
     case clearPrefetchCache
     case preauthorize(PreauthorizeCommand)
     // Boxed: their arguments are larger than a load's, and every request's `AppCommand` is copied on the
     // cached path (an inline payload of ~70 bytes cost a cached load ~200 instructions of memcpy).
+    indirect case prefetch(PrefetchCommand)
     indirect case entitlement(EntitlementCommand)
     indirect case visitor(VisitorCommand)
     indirect case clickedLocation(ClickedLocationCommand)

@@ -103,11 +103,22 @@ public struct LoadRequestsCommand: Sendable, Hashable {
     /// false: answers from the cache queue no display notification; the app sends it with
     /// `displayedLocations` when it shows the offer (AEP's way). Loads from Target are counted by Target.
     public var notifyDisplay: Bool
+    /// The options few loads carry, boxed: a plain load stays two references and two flags, since every
+    /// cached load's command is built and moved on the I/O thread.
+    private var rare: RareLoadOptions?
+
     /// How long this app waits for Target before its default content (`timeout`); the configured
     /// `target.timeout` when nil or longer.
-    public var timeout: Duration?
+    public var timeout: Duration? {
+        get { rare?.timeout }
+        set { rare = RareLoadOptions.make(timeout: newValue, propertyToken: propertyToken) }
+    }
+
     /// The Target property (workspace) asked for (`propertyToken`, AEP's `at_property`); nil: the configured one.
-    public var propertyToken: String?
+    public var propertyToken: String? {
+        get { rare?.propertyToken }
+        set { rare = RareLoadOptions.make(timeout: timeout, propertyToken: newValue) }
+    }
 
     public init(
         requests: [LoadRequest],
@@ -121,8 +132,32 @@ public struct LoadRequestsCommand: Sendable, Hashable {
         self.profileParameters = profileParameters
         self.withData = withData
         self.notifyDisplay = notifyDisplay
+        self.rare = RareLoadOptions.make(timeout: timeout, propertyToken: propertyToken)
+    }
+}
+
+/// `loadRequests` options that few commands carry (immutable; a change makes a new box).
+private final class RareLoadOptions: Sendable, Hashable {
+    let timeout: Duration?
+    let propertyToken: String?
+
+    private init(timeout: Duration?, propertyToken: String?) {
         self.timeout = timeout
         self.propertyToken = propertyToken
+    }
+
+    /// nil when every option has its default.
+    static func make(timeout: Duration?, propertyToken: String?) -> RareLoadOptions? {
+        timeout == nil && propertyToken == nil ? nil : RareLoadOptions(timeout: timeout, propertyToken: propertyToken)
+    }
+
+    static func == (lhs: RareLoadOptions, rhs: RareLoadOptions) -> Bool {
+        lhs.timeout == rhs.timeout && lhs.propertyToken == rhs.propertyToken
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(timeout)
+        hasher.combine(propertyToken)
     }
 }
 
