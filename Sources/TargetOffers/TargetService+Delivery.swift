@@ -33,15 +33,15 @@ extension TargetService {
             circuit?.state.isDown == true
             ? []
             : stamped(notifications.take(max: configuration.notificationBatchSize, ride: true, property: property))
-        let result = await send(
+        let work = DeliveryWork(
             operation: operation,
             prefetch: prefetch,
             execute: execute,
             profile: profile,
-            notifications: batch,
             property: property,
             trace: trace
         )
+        let result = await send(work, notifications: batch)
         switch result {
         case .success(let response):
             notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
@@ -54,14 +54,7 @@ extension TargetService {
                     "operation": "\(operation)", "notifications": "\(batch.count)", "detail": "\(failure.detail)",
                 ]
             )
-            return await send(
-                operation: operation,
-                prefetch: prefetch,
-                execute: execute,
-                profile: profile,
-                property: property,
-                trace: trace
-            )
+            return await send(work)
         case .failure(let failure):
             notifications.fail(batch, error: failure.detail)
             return result
@@ -88,7 +81,10 @@ extension TargetService {
     @discardableResult
     private func sendIsolating(_ batch: [DisplayNotification]) async -> Bool {
         // A batch holds one property's notifications (`NotificationQueue.take`).
-        switch await send(operation: "notifications", notifications: batch, property: batch.first?.property) {
+        switch await send(
+            DeliveryWork(operation: "notifications", property: batch.first?.property),
+            notifications: batch
+        ) {
         case .success(let response):
             notifications.complete(batch, acknowledged: response.acknowledgedNotificationIds)
             return true
@@ -145,7 +141,7 @@ extension TargetService {
     /// identity only): any answer brings Target back up, and the notifications held back go at once.
     func probeIfDue() async {
         guard let circuit, circuit.probeDue, privacy.allowsSending else { return }
-        _ = await send(operation: "probe", probe: true)
+        _ = await send(DeliveryWork(operation: "probe", probe: true))
         // Any answer, even an error status, means Target is reachable again.
         if !circuit.state.isDown { notifications.clearBackoff() }
     }
@@ -159,16 +155,11 @@ extension TargetService {
     /// preview ends and the request is sent again at once without it: the work and the notifications it
     /// carried are not the fault, and must neither fail nor be dropped as invalid.
     private func send(
-        operation: String,
-        prefetch: [DeliveryMbox] = [],
-        execute: [DeliveryMbox] = [],
-        profile: [Parameter] = [],
-        notifications batch: [DisplayNotification] = [],
-        property: String? = nil,
-        trace: TargetTrace? = nil,
-        probe: Bool = false
+        _ work: DeliveryWork,
+        notifications batch: [DisplayNotification] = []
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
-        if prefetch.isEmpty && execute.isEmpty && batch.isEmpty && !probe {
+        let operation = work.operation
+        if work.prefetch.isEmpty && work.execute.isEmpty && batch.isEmpty && !work.probe {
             return .success(
                 DeliveryResponse(
                     tntId: nil,
@@ -183,15 +174,15 @@ extension TargetService {
         let now = clock.now()
         let (preview, previewGeneration) = previewBox.withLock { ($0.active(at: now), $0.generation) }
         let request = DeliveryCodec(configuration: configuration).request(
-            prefetch: prefetch,
-            execute: execute,
-            profileParameters: profile,
+            prefetch: work.prefetch,
+            execute: work.execute,
+            profileParameters: work.profile,
             notifications: batch,
-            property: property,
+            property: work.property,
             visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60,
             qaModeToken: preview?.token,
-            trace: trace
+            trace: work.trace
         )
         let started = ContinuousClock.now
         let result: Result<DeliveryResponse, DeliveryFailure>
@@ -262,18 +253,22 @@ extension TargetService {
             )
             if let preview, failure.refusesQAModeToken {
                 endRefusedPreview(preview, detail: failure.detail)
-                return await send(
-                    operation: operation,
-                    prefetch: prefetch,
-                    execute: execute,
-                    profile: profile,
-                    notifications: batch,
-                    property: property,
-                    trace: trace,
-                    probe: probe
-                )
+                return await send(work, notifications: batch)
             }
         }
         return result
     }
+}
+
+/// What one Delivery call carries besides its notifications and the visitor: the work, its property (nil: the
+/// configured one) and trace, or nothing at all for a probe.
+struct DeliveryWork: Sendable {
+    var operation: String
+    var prefetch: [DeliveryMbox] = []
+    var execute: [DeliveryMbox] = []
+    var profile: [Parameter] = []
+    var property: String?
+    var trace: TargetTrace?
+    /// A call with nothing in it (context and identity only), to see whether Target answers.
+    var probe = false
 }
