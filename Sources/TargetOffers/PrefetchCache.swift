@@ -319,8 +319,19 @@ public final class PrefetchCache: Sendable {
 
     /// The entry for `key`, counted as a hit and made most recent.
     public func hit(_ key: OfferKey, now: ContinuousClock.Instant) -> CachedOffer? {
+        guard key.property != nil else { return hit(key.name, now: now) }
+        return hit { $0.otherProperties[key] }
+    }
+
+    /// The entry of the configured property for `name`, counted as a hit and made most recent: the cached
+    /// load's lookup, hashing the name alone.
+    public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
+        hit { $0.index[name] }
+    }
+
+    private func hit(slotIn find: (inout State) -> Int?) -> CachedOffer? {
         state.withLock { state in
-            guard let slot = state.slot(of: key), let offer = state.slots[slot].offer else { return nil }
+            guard let slot = find(&state), let offer = state.slots[slot].offer else { return nil }
             offer.countHit()
             if state.newest != slot {
                 state.unlink(slot)
@@ -328,11 +339,6 @@ public final class PrefetchCache: Sendable {
             }
             return offer
         }
-    }
-
-    /// The entry of the configured property for `name`, counted as a hit and made most recent.
-    public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
-        hit(OfferKey(name), now: now)
     }
 
     /// The entry without counting a hit (for admin views).

@@ -194,7 +194,9 @@ public final class TargetService: Sendable {
         var hits = 0
         reply.appendASCII("{\"contents\":[")
         for request in command.requests {
-            let offer = cache.hit(OfferKey(request.name, property: property), now: now)
+            let offer =
+                property == nil
+                ? cache.hit(request.name, now: now) : cache.hit(OfferKey(request.name, property: property), now: now)
             if count > 1 { offers.append(offer) }
             guard let offer else { continue }
             if hits > 0 { reply.appendASCII(",") }
