@@ -119,8 +119,9 @@ public struct DecisioningArtifact: Sendable {
 }
 
 /// One rule: when `condition` holds, `consequence` is the offer, with `meta` for response tokens,
-/// macros and traces.
-struct Rule: Sendable {
+/// macros and traces. A class, so that walking an mbox's rules copies one reference per rule, not
+/// every field.
+final class Rule: Sendable {
     /// Rules of one activity experience share a key; a page load takes one consequence per key.
     let ruleKey: String
     /// `meta["activity.id"]` as JavaScript joins it into the allocation's device id.

@@ -109,19 +109,26 @@ public struct Decision: Sendable {
 }
 
 /// Random identifiers for notifications and new visitors: UUID version 4 strings, lowercase.
-public enum RandomIdentifier {
-    public static func uuid() -> String {
+@usableFromInline
+enum RandomIdentifier {
+    @usableFromInline
+    static func uuid() -> String {
+        // Two draws from the system generator (each is a system call), not one per byte.
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let high = generator.next()
+        let low = generator.next()
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) }
+        bytes += (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * $0)) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
-        let hex = Array("0123456789abcdef")
-        var text = ""
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text.append("-") }
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
             text.append(hex[Int(byte >> 4)])
             text.append(hex[Int(byte & 0x0F)])
         }
-        return text
+        return String(decoding: text, as: UTF8.self)
     }
 }

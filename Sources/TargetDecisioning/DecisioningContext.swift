@@ -14,7 +14,7 @@ struct RequestContext: Sendable {
     let referring: JSONValue
     let geo: JSONValue
 
-    init(nowMs: Int64, context: JSONObject, geo: JSONObject) {
+    init(nowMs: Int64, context: JSONObject, geo: JSONObject, cache: ContextCache = ContextCache()) {
         timestamp = nowMs
         let dayLength: Int64 = 86_400_000
         let days = nowMs >= 0 ? nowMs / dayLength : (nowMs - dayLength + 1) / dayLength
@@ -24,10 +24,12 @@ struct RequestContext: Sendable {
         time = (hours < 10 ? "0" : "") + String(hours) + (minutes < 10 ? "0" : "") + String(minutes)
         let weekday = Int(((days + 4) % 7 + 7) % 7)  // 1970-01-01 was a Thursday; 0 is Sunday
         day = weekday == 0 ? 7 : weekday
-        user = RequestContext.user(context)
+        let userAgent = context["userAgent"]?.stringValue ?? ""
+        let hints = context["clientHints"].map(JSONWriter.string) ?? ""
+        user = cache.user(key: userAgent + "\u{0}" + hints) { RequestContext.user(context) }
         let address = context["address"]?.objectValue
-        page = PageAddress(url: address?["url"]?.stringValue ?? "").json
-        referring = PageAddress(url: address?["referringUrl"]?.stringValue ?? "").json
+        page = cache.page(url: address?["url"]?.stringValue ?? "")
+        referring = cache.page(url: address?["referringUrl"]?.stringValue ?? "")
         self.geo = RequestContext.geo(geo)
     }
 
@@ -77,13 +79,13 @@ struct DetailContext: Sendable {
     let referring: JSONValue
     let mbox: JSONValue
 
-    init(request: RequestContext, detail: JSONObject) {
+    init(request: RequestContext, detail: JSONObject, cache: ContextCache = ContextCache()) {
         self.request = request
         if let address = detail["address"] {
             // A detail's own address replaces the request's page. Its referring address is its own
             // `referringUrl`, as the Java engine reads it (the Node.js engine reads `url` twice here).
-            page = PageAddress(url: address["url"]?.stringValue ?? "").json
-            referring = PageAddress(url: address["referringUrl"]?.stringValue ?? "").json
+            page = cache.page(url: address["url"]?.stringValue ?? "")
+            referring = cache.page(url: address["referringUrl"]?.stringValue ?? "")
         } else {
             page = request.page
             referring = request.referring

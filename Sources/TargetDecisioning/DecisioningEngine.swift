@@ -11,6 +11,7 @@ import PreflightProtocol
 public struct DecisioningEngine: Sendable {
     /// The rules the engine decides from.
     public let artifact: DecisioningArtifact
+    private let cache = ContextCache()
 
     public init(artifact: DecisioningArtifact) {
         self.artifact = artifact
@@ -63,7 +64,7 @@ public struct DecisioningEngine: Sendable {
             answer: geo
         )
         context["geo"] = .object(geoPreparation.geo)
-        let requestContext = RequestContext(nowMs: nowMs, context: context, geo: geoPreparation.geo)
+        let requestContext = RequestContext(nowMs: nowMs, context: context, geo: geoPreparation.geo, cache: cache)
         var run = DecisionRun(
             artifact: artifact,
             client: conf.client,
@@ -72,7 +73,8 @@ public struct DecisioningEngine: Sendable {
             visitorId: Allocation.visitorIdentifier(id, makeIdentifier: makeIdentifier),
             notifications: NotificationCollector(timestamp: nowMs),
             traceBase: traceBase(request, id: id, client: conf.client, options: options),
-            makeIdentifier: makeIdentifier
+            makeIdentifier: makeIdentifier,
+            cache: cache
         )
         let dependency = remoteDependency(for: request)
         var response: JSONObject = [
@@ -151,6 +153,7 @@ struct DecisionRun {
     var notifications: NotificationCollector
     let traceBase: RequestTracer.Base?
     let makeIdentifier: () -> String
+    let cache: ContextCache
     private var allocations: [String: Double] = [:]
     private let requestTokens: JSONObject
 
@@ -162,7 +165,8 @@ struct DecisionRun {
         visitorId: String,
         notifications: NotificationCollector,
         traceBase: RequestTracer.Base?,
-        makeIdentifier: @escaping () -> String
+        makeIdentifier: @escaping () -> String,
+        cache: ContextCache
     ) {
         self.artifact = artifact
         self.client = client
@@ -172,6 +176,7 @@ struct DecisionRun {
         self.notifications = notifications
         self.traceBase = traceBase
         self.makeIdentifier = makeIdentifier
+        self.cache = cache
         requestTokens = PostProcessing.requestTokens(geo: context.geo, enabled: artifact.responseTokenSet)
     }
 
@@ -213,7 +218,7 @@ struct DecisionRun {
         let name = detail["name"]
         let isGlobal = name == .string(artifact.globalMbox)
         tracer.traceRequest(mode: mode.rawValue, type: "mbox", detail: detail, page: context.page)
-        let detailContext = DetailContext(request: context, detail: detail)
+        let detailContext = DetailContext(request: context, detail: detail, cache: cache)
         var consequences: [JSONObject] = []
         var matchedKeys: Set<String> = []
         for rule in artifact.mboxRules[JavaScript.toString(name)] ?? [] where rule.applies(toProperty: propertyToken) {
@@ -245,7 +250,7 @@ struct DecisionRun {
         let name = detail["name"]
         let rules =
             JavaScript.isTruthy(name) ? artifact.viewRules[JavaScript.toString(name)] ?? [] : artifact.allViewRules
-        let detailContext = DetailContext(request: context, detail: detail)
+        let detailContext = DetailContext(request: context, detail: detail, cache: cache)
         var byName: [String: JSONObject] = [:]
         var names: [String] = []
         var matchedKeys: Set<String> = []

@@ -246,6 +246,14 @@ extension JsonLogic {
         case .if, .ternary: return try conditional(arguments, data)
         case .and, .or: return try logical(op == .and, arguments, data)
         case .filter, .map, .reduce, .all, .none, .some: return try iterating(op, arguments, data)
+        case .equals, .notEquals, .strictEquals, .strictNotEquals, .greater, .greaterOrEqual, .less, .lessOrEqual,
+            .in, .not, .truthy:
+            // The operators conditions are made of take at most three arguments: no array for them.
+            let a = arguments.count > 0 ? try arguments[0].evaluate(data) : nil
+            let b = arguments.count > 1 ? try arguments[1].evaluate(data) : nil
+            let c = arguments.count > 2 ? try arguments[2].evaluate(data) : nil
+            for extra in arguments.dropFirst(3) { _ = try extra.evaluate(data) }
+            return Operations.compare(op, a, b, c)
         default: break
         }
         var values: [JSONValue?] = []

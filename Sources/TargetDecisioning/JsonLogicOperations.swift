@@ -12,23 +12,11 @@ enum Operations {
         let b = values.count > 1 ? values[1] : nil
         let c = values.count > 2 ? values[2] : nil
         switch op {
-        case .equals: return .bool(JavaScript.looseEquals(a, b))
-        case .notEquals: return .bool(!JavaScript.looseEquals(a, b))
-        case .strictEquals: return .bool(JavaScript.strictEquals(a, b))
-        case .strictNotEquals: return .bool(!JavaScript.strictEquals(a, b))
-        case .greater: return .bool(JavaScript.lessThan(b, a))
-        case .greaterOrEqual: return .bool(JavaScript.lessThanOrEqual(b, a))
-        case .less:
-            guard c != nil else { return .bool(JavaScript.lessThan(a, b)) }
-            return .bool(JavaScript.lessThan(a, b) && JavaScript.lessThan(b, c))
-        case .lessOrEqual:
-            guard c != nil else { return .bool(JavaScript.lessThanOrEqual(a, b)) }
-            return .bool(JavaScript.lessThanOrEqual(a, b) && JavaScript.lessThanOrEqual(b, c))
-        case .truthy: return .bool(JsonLogic.truthy(a))
-        case .not: return .bool(!JsonLogic.truthy(a))
+        case .equals, .notEquals, .strictEquals, .strictNotEquals, .greater, .greaterOrEqual, .less, .lessOrEqual,
+            .in, .not, .truthy:
+            return compare(op, a, b, c)
         case .remainder: return .number(JavaScript.toNumber(a).truncatingRemainder(dividingBy: JavaScript.toNumber(b)))
         case .log: return a
-        case .in: return .bool(contains(b, a))
         case .cat: return .string(values.map(joined).joined())
         case .substr: return .string(substr(a, b, c))
         case .plus:
@@ -46,6 +34,28 @@ enum Operations {
         case .missing: return .array(missing(values, data))
         case .missingSome: return missingSome(a, b, data)
         default: throw LogicError(message: "Unrecognized operation \(op.rawValue)")
+        }
+    }
+
+    /// The comparisons and tests, on their (at most three) evaluated arguments; `c` nil is undefined, and
+    /// `<` and `<=` with a defined third argument test "between".
+    static func compare(_ op: JsonLogic.Operator, _ a: JSONValue?, _ b: JSONValue?, _ c: JSONValue?) -> JSONValue {
+        switch op {
+        case .equals: return .bool(JavaScript.looseEquals(a, b))
+        case .notEquals: return .bool(!JavaScript.looseEquals(a, b))
+        case .strictEquals: return .bool(JavaScript.strictEquals(a, b))
+        case .strictNotEquals: return .bool(!JavaScript.strictEquals(a, b))
+        case .greater: return .bool(JavaScript.lessThan(b, a))
+        case .greaterOrEqual: return .bool(JavaScript.lessThanOrEqual(b, a))
+        case .less:
+            guard c != nil else { return .bool(JavaScript.lessThan(a, b)) }
+            return .bool(JavaScript.lessThan(a, b) && JavaScript.lessThan(b, c))
+        case .lessOrEqual:
+            guard c != nil else { return .bool(JavaScript.lessThanOrEqual(a, b)) }
+            return .bool(JavaScript.lessThanOrEqual(a, b) && JavaScript.lessThanOrEqual(b, c))
+        case .in: return .bool(contains(b, a))
+        case .not: return .bool(!JsonLogic.truthy(a))
+        default: return .bool(JsonLogic.truthy(a))
         }
     }
 

@@ -7,12 +7,12 @@
 /// Target's edge runs and which the Node.js engine (`hashUnencodedChars` in target-tools' hashing.js)
 /// and the Java engine reproduce. Written here because no MurmurHash3 package is available to the
 /// project, and the whole algorithm is thirty lines.
-public enum MurmurHash3 {
+enum MurmurHash3 {
     private static let c1: UInt32 = 0xcc9e_2d51
     private static let c2: UInt32 = 0x1b87_3593
 
     /// The signed 32-bit hash of `text`'s UTF-16 code units, as JavaScript's `| 0` arithmetic gives it.
-    public static func hashUnencodedChars(_ text: String, seed: UInt32 = 0) -> Int32 {
+    static func hashUnencodedChars(_ text: String, seed: UInt32 = 0) -> Int32 {
         var hash = seed
         var units = 0
         var pending: UInt32? = nil

@@ -222,4 +222,20 @@ import Testing
         #expect(value("nothing.here") == nil)
         #expect(context.wholeValue?["allocation"] == .number(42.5))
     }
+
+    @Test func theCacheAnswersAsTheParserAndStaysBounded() {
+        let cache = ContextCache()
+        var made = 0
+        for round in 0..<2 {
+            for index in 0..<(ContextCache.limit + 5) {
+                let value = cache.user(key: "agent \(index)") {
+                    made += 1
+                    return .string("user \(index)")
+                }
+                #expect(value == .string("user \(index)"), "round \(round)")
+            }
+        }
+        #expect(made > ContextCache.limit + 5)  // emptied when full, so some were made again
+        #expect(cache.page(url: "https://www.adobe.com/x") == PageAddress(url: "https://www.adobe.com/x").json)
+    }
 }
