@@ -271,3 +271,41 @@ import Testing
         #expect(muted.notificationRequest(telemetry: [decision.telemetryEntry(execution: 1)]) == nil)
     }
 }
+
+/// The obfuscated artifact (`rules.bin`), made here the way obfuscationProvider.ts reads it.
+@Suite struct ArtifactObfuscationTests {
+    private let organization = "74F652E95F1B16FE0A495C92@AdobeOrg"
+    private let key = "0123456789abcdef0123456789abcdef"
+
+    private func obfuscate(_ json: String, version: String = "1", organization: String) -> [UInt8] {
+        let header =
+            Array(("TDA:" + version).utf8) + Array(repeating: UInt8(ascii: " "), count: 8 - 4 - version.utf8.count)
+        let secret = Array(organization.utf8) + Array(key.utf8)
+        let body = Array(json.utf8).enumerated().map { $0.element ^ secret[$0.offset % secret.count] }
+        return header + Array(key.utf8) + body
+    }
+
+    @Test func readsTheObfuscatedForm() throws {
+        let bytes = obfuscate(
+            #"{"version":"1.0.0","meta":{"clientCode":"targettesting"},"rules":{}}"#,
+            organization: organization
+        )
+        let artifact = try DecisioningArtifact(obfuscated: bytes, organizationId: organization)
+        #expect(artifact.version == "1.0.0")
+        #expect(artifact.meta["clientCode"] == "targettesting")
+    }
+
+    @Test func refusesAnotherOrganizationsKeyOrHeaderVersion() {
+        let bytes = obfuscate(#"{"version":"1.0.0","rules":{}}"#, organization: organization)
+        #expect(throws: ArtifactError.self) {
+            try DecisioningArtifact(obfuscated: bytes, organizationId: "74F652E95F1B16FE0A495C92@InvalidOrg")
+        }
+        let future = obfuscate(#"{"version":"1.0.0","rules":{}}"#, version: "2", organization: organization)
+        #expect(throws: ArtifactError.self) {
+            try DecisioningArtifact(obfuscated: future, organizationId: organization)
+        }
+        #expect(throws: ArtifactError.self) {
+            try DecisioningArtifact(obfuscated: [1, 2, 3], organizationId: organization)
+        }
+    }
+}
