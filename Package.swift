@@ -56,6 +56,13 @@ let package = Package(
             name: "PreflightProtocol",
             swiftSettings: strictSettings
         ),
+        // Target's on-device decisioning engine: a pure function of a rules artifact, a Delivery API request
+        // and the time (no network, no clock, no ZeroMQ), so it is tested against Adobe's conformance cases alone.
+        .target(
+            name: "TargetDecisioning",
+            dependencies: ["PreflightProtocol"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "UpstreamHTTP",
             dependencies: ["PreflightCore"],
@@ -209,6 +216,11 @@ let package = Package(
         .testTarget(
             name: "PreflightProtocolTests",
             dependencies: ["PreflightProtocol"],
+            swiftSettings: testSettings
+        ),
+        .testTarget(
+            name: "TargetDecisioningTests",
+            dependencies: ["TargetDecisioning", "PreflightProtocol"],
             swiftSettings: testSettings
         ),
         .testTarget(
