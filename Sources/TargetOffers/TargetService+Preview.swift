@@ -28,6 +28,7 @@ extension TargetService {
         let now = clock.now()
         let session = previewBox.withLock { $0.start(token: token, duration: duration, now: now) }
         let cleared = clearCache()
+        forgetOffersKeptForApps()
         let status = status(of: session, now: now)
         publish(
             .targetPreview,
@@ -74,6 +75,7 @@ extension TargetService {
     @discardableResult
     private func previewEnded(_ session: QAPreview.Session, _ ending: QAPreview.Ending) -> Int {
         let cleared = clearCache()
+        forgetOffersKeptForApps()
         publish(
             .targetPreview,
             [

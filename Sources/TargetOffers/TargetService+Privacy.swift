@@ -68,9 +68,17 @@ extension TargetService {
         let droppedNotifications = notifications.dropAll()
         visitor.reset()
         let cleared = cache.clear(name: nil)
-        loadedClicks.withLock { $0.removeAll() }
-        deferredDisplays.withLock { $0.removeAll() }
+        forgetOffersKeptForApps()
         boxClockDisplays.withLock { $0.removeAll() }
         return (cleared, droppedNotifications)
+    }
+}
+
+extension TargetService {
+    /// Forgets the click metrics of loaded mboxes and the displays deferred for `displayedLocations`: with
+    /// the cached offers, what was decided under a preview or for a visitor the box no longer is.
+    func forgetOffersKeptForApps() {
+        loadedClicks.withLock { $0.removeAll() }
+        deferredDisplays.withLock { $0.removeAll() }
     }
 }

@@ -80,8 +80,12 @@ def test_a_preview_serves_every_app_its_offers_and_every_request_carries_its_tok
     assert all(body.get("qaMode") == {"token": PREVIEW_TOKEN} for body in bodies), bodies
     assert any("notifications" in body and "prefetch" not in body and "execute" not in body for body in bodies)
 
+    # A display the app deferred for the preview's offer goes with the preview: its later report counts nothing.
+    assert load(agent, notifyDisplay=False)["contents"][0]["source"] == "cache"
+
     ended = preview(agent, {"end": True})
     assert ended == {"active": False, "ended": True, "cleared": 1}
+    assert ok(request(agent.app, "displayedLocations", {"names": ["logo"]})) == {"notified": [], "skipped": ["logo"]}
     off = events.wait_for("target.preview", lambda body: body["state"] == "off")
     assert (off["reason"], off["token"], off["cleared"]) == ("ended", "qa-t…", 1)
     assert preview(agent) == {"active": False}
