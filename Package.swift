@@ -129,6 +129,7 @@ let package = Package(
                 "PreflightProtocol",
                 "TargetOffers",
                 "PassEntitlement",
+                "TargetDecisioning",
                 "StateFiles",
                 "UpstreamHTTP",
                 "UpstreamHTTPClient",
