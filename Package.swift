@@ -241,7 +241,8 @@ let package = Package(
         .testTarget(
             name: "PreflightAgentTests",
             dependencies: [
-                "PreflightAgent", "PreflightProtocol", "TargetOffers", "PassEntitlement", "UpstreamHTTP",
+                "PreflightAgent", "PreflightProtocol", "TargetOffers", "TargetDecisioning", "PassEntitlement",
+                "UpstreamHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -318,6 +318,20 @@ def test_preflightctl_prints_the_result_sorted_and_indented(agent, tmp_path):
     assert code == 1 and "payload_too_large" in err and "agent.maxBodyBytes" in err, (code, err)
 
 
+def test_adobes_full_sample_artifact_fits_the_default_limit_and_decides(agent, tmp_path):
+    """The 750 KB sample artifact (152 rules) goes through preflightctl under the default agent.maxBodyBytes."""
+    request_file = tmp_path / "request.json"
+    request_file.write_text(json.dumps({"id": {"tntId": "v.28_0"}, "context": {"channel": "web"},
+                                        "execute": {"mboxes": [{"name": "mbox-magician", "index": 1}]}}))
+    code, out, err = ctl(agent, "decisioning", "evaluate", "--artifact", os.path.join(CONFORMANCE, "artifact.json"),
+                         "--request", str(request_file), "--now", "2026-11-26T01:00:00Z", "--timeout", "20")
+    assert code == 0, err
+    result = json.loads(out)
+    (mbox,) = result["response"]["execute"]["mboxes"]
+    assert mbox["name"] == "mbox-magician" and mbox["options"], mbox
+    assert len(result["notifications"]) == 1
+
+
 def documented_example():
     """docs/PROTOCOL.md's `decisioning.evaluate` request and reply."""
     text = open(os.path.join(REPO, "docs", "PROTOCOL.md"), encoding="utf-8").read()
