@@ -129,6 +129,7 @@ let package = Package(
                 "PreflightProtocol",
                 "TargetOffers",
                 "PassEntitlement",
+                "TargetDecisioning",
                 "StateFiles",
                 "UpstreamHTTP",
                 "UpstreamHTTPClient",
@@ -240,7 +241,8 @@ let package = Package(
         .testTarget(
             name: "PreflightAgentTests",
             dependencies: [
-                "PreflightAgent", "PreflightProtocol", "TargetOffers", "PassEntitlement", "UpstreamHTTP",
+                "PreflightAgent", "PreflightProtocol", "TargetOffers", "TargetDecisioning", "PassEntitlement",
+                "UpstreamHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

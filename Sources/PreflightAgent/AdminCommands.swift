@@ -95,6 +95,8 @@ extension CommandDispatcher {
                 result["previous"] = .string(previous.rawValue)
                 return .success(.object(result))
             }
+        case .decisioningEvaluate:
+            return try evaluateDecision(arguments)
         case .ping, .prefetch, .loadRequests, .clearPrefetchCache, .clickedLocation, .displayedLocations,
             .preauthorize,
             .checkAuthentication,

@@ -49,6 +49,7 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     case authList = "auth.list"
     case authClear = "auth.clear"
     case targetPrivacy = "target.privacy"
+    case decisioningEvaluate = "decisioning.evaluate"
 
     /// What the table says about this command besides its name and handler.
     public var declaration: CommandDeclaration {
@@ -164,6 +165,11 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
             CommandDeclaration(.adminOnly, "drops profiles and cached decisions; the registration on request")
         case .targetPrivacy:
             CommandDeclaration(.adminOnly, "reads or sets the box's Target privacy status (optedIn, optedOut, unknown)")
+        case .decisioningEvaluate:
+            CommandDeclaration(
+                .adminOnly,
+                "what on-device decisioning answers a Delivery request from a given artifact; changes nothing"
+            )
         }
     }
 

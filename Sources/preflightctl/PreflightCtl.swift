@@ -47,7 +47,7 @@ struct PreflightCtl: ParsableCommand {
         version: preflightVersion,
         subcommands: [
             Status.self, Ping.self, Stats.self, Offers.self, TargetGroup.self, Auth.self, Notifications.self,
-            Watch.self,
+            DecisioningGroup.self, Watch.self,
             ConfigCommand.self, Call.self,
         ]
     )
