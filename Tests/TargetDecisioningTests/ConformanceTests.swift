@@ -68,7 +68,7 @@ struct ConformanceRun {
             ?? Int64(Date().timeIntervalSince1970 * 1000)
         let options = DecisionOptions(
             sessionId: input["sessionId"]?.stringValue,
-            locationHint: input["targetLocationHint"]?.stringValue,
+            locationHint: (input["locationHint"] ?? input["targetLocationHint"])?.stringValue,
             artifactTrace: ["artifactLocation": "not applicable", "pollingInterval": 0, "pollingHalted": false]
         )
 
