@@ -256,6 +256,15 @@ extension AgentConfiguration {
                 message: "required unless \(Self.path(of: \.target.serverURL)) is set"
             )
         }
+        // rules.bin cannot be read without its key: refused here rather than at every download.
+        if target.decisioningMethod != DecisioningMethod.serverSide.rawValue, target.artifactFormat == "bin",
+            target.organizationId.isEmpty
+        {
+            throw ConfigurationError(
+                key: Self.path(of: \.target.organizationId),
+                message: "required when \(Self.path(of: \.target.artifactFormat)) is bin (the key of rules.bin)"
+            )
+        }
     }
 }
 

@@ -4,14 +4,16 @@ state directory when the box starts with the asset host unreachable. A real pref
 fetches at once, so no test waits for the 5-minute interval."""
 
 import json
+import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from agent_harness import Events, Simulator, ok, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent, wait_until
 
 ADOBE_ARTIFACTS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "target-sdk-testing" / "artifacts"
 AB_SIMPLE = ADOBE_ARTIFACTS / "TEST_ARTIFACT_AB_SIMPLE.json"
@@ -88,6 +90,12 @@ def test_the_artifact_is_downloaded_at_start_and_kept_with_its_etag(setup):
     meta = json.loads((state / "target-artifact.meta.json").read_text())
     assert meta["etag"] == etag and meta["format"] == "json"
     assert "rules artifact updated" in read_log(setup.folder)
+    shown = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if line.startswith("Target rules"))
+    assert f"on-device: version {artifact['version']}, {status['rules']} rule" in line
+    assert "(network); last fetch updated" in line
 
 
 def test_the_next_poll_sends_if_none_match_and_a_304_keeps_the_rules(setup):
