@@ -157,3 +157,22 @@ def test_server_side_decisioning_fetches_nothing(setup):
     assert status["decisioningMethod"] == "server-side"
     assert status["version"] is None and status["lastFetchResult"] is None
     assert artifact_requests(setup.sim) == []
+
+
+def test_the_obfuscated_form_is_read_with_the_organization_id(setup):
+    organization = "ORG0000000000000000000@AdobeOrg"
+    setup.sim.call("PUT", "/_sim/target/artifactOrganization", {"organizationId": organization})
+    setup.sim.call("PUT", "/_sim/target/artifact", small_artifact(version="1.4.0"))
+    agent = setup.start(artifactFormat="bin", organizationId=organization,
+                        artifactURL=f"{setup.sim.url}/acme/production/v1/rules.bin")
+    wait_until("the first download", lambda: artifact_status(agent)["lastFetchResult"] == "updated", timeout=30)
+    assert artifact_status(agent)["version"] == "1.4.0"
+    state = Path(setup.folder) / "state"
+    assert (state / "target-artifact.bin").read_bytes()[:5] == b"TDA:1"
+    # Restarted offline, the kept rules.bin is read again with the key.
+    assert stop_agent(agent) == 0
+    setup.sim.call("POST", "/_sim/faults", {"path": "/acme/production/v1/rules.bin", "drop": True})
+    agent = setup.start(artifactFormat="bin", organizationId=organization,
+                        artifactURL=f"{setup.sim.url}/acme/production/v1/rules.bin")
+    wait_until("a failed fetch", lambda: artifact_status(agent)["lastFetchResult"] is not None, timeout=30)
+    assert (artifact_status(agent)["version"], artifact_status(agent)["source"]) == ("1.4.0", "disk")

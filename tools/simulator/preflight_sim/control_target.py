@@ -138,7 +138,20 @@ def delete_artifact(sim, req: Request, m) -> Response:
     return _ok({"propertyToken": token, "removed": removed})
 
 
+def put_artifact_organization(sim, req: Request, m) -> Response:
+    """The organization id `rules.bin` is obfuscated for."""
+    doc = _object(req)
+    _known_fields(doc, ("organizationId",), "artifactOrganization")
+    organization = doc.get("organizationId")
+    if not isinstance(organization, str) or not organization:
+        raise ControlError(400, "organizationId must be a non-empty string")
+    with sim.target.lock:
+        sim.target.artifact_organization = organization
+    return _ok({"organizationId": organization})
+
+
 ROUTES = [
+    ("PUT", r"/_sim/target/artifactOrganization", put_artifact_organization),
     ("GET", r"/_sim/target/artifact", get_artifact),
     ("PUT", r"/_sim/target/artifact", put_artifact),
     ("DELETE", r"/_sim/target/artifact", delete_artifact),

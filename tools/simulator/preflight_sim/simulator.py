@@ -66,6 +66,10 @@ def _builtin_routes() -> list[Route]:
               target_artifacts.handle_artifact),
         Route("artifacts", "GET", target_artifacts.PROPERTY_RULES, "propertyArtifact",
               target_artifacts.artifact_checks, target_artifacts.handle_artifact),
+        Route("artifacts", "GET", target_artifacts.RULES_BIN, "artifactBin", target_artifacts.artifact_checks,
+              target_artifacts.handle_artifact),
+        Route("artifacts", "GET", target_artifacts.PROPERTY_RULES_BIN, "propertyArtifactBin",
+              target_artifacts.artifact_checks, target_artifacts.handle_artifact),
     ]
 
 

@@ -194,6 +194,7 @@ class TargetState:
         self.previews: dict[str, dict[str, dict]] = {}  # QA mode token -> preview offers
         self.trace_token: str | None = None
         self.artifacts: dict[str | None, bytes] = target_artifacts.default_artifacts()  # property token -> rules.json
+        self.artifact_organization = target_artifacts.DEFAULT_ORGANIZATION  # the key of rules.bin
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []

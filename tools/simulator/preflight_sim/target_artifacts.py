@@ -3,6 +3,7 @@
 `GET /{client}/{environment}/v1/rules.json` and `/{client}/{environment}/v1/{propertyToken}/rules.json`
 answer the artifact set for the default workspace or that property (`PUT /_sim/target/artifact`), with a
 strong `ETag`; a request whose `If-None-Match` names it gets 304. Any client and environment are served.
+`rules.bin` at the same places is the obfuscated form, for the organization `artifact_organization`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from preflight_sim.outcome import Outcome
 
 RULES = "/{client}/{environment}/v1/rules.json"
 PROPERTY_RULES = "/{client}/{environment}/v1/{propertyToken}/rules.json"
+RULES_BIN = "/{client}/{environment}/v1/rules.bin"
+PROPERTY_RULES_BIN = "/{client}/{environment}/v1/{propertyToken}/rules.bin"
+
+# The organization `rules.bin` is obfuscated for (`PUT /_sim/target/artifactOrganization` changes it).
+DEFAULT_ORGANIZATION = "PREFLIGHTSIM0000000000@AdobeOrg"
 
 # The simulator's own default: a version 1 artifact with no rules (hand-written, not Adobe's).
 DEFAULT_ARTIFACT = {
@@ -44,6 +50,14 @@ def default_artifacts() -> dict[str | None, bytes]:
     return {None: encode(DEFAULT_ARTIFACT)}
 
 
+def obfuscate(body: bytes, organization: str) -> bytes:
+    """`rules.bin` as the SDKs read it (obfuscationProvider.ts): an 8-byte `TDA:1` header padded with
+    spaces, a 32-character key, then the JSON XORed with the organization id followed by the key."""
+    key = hashlib.sha256(body).hexdigest()[:32].encode("ascii")
+    secret = organization.encode("utf-8") + key
+    return b"TDA:1   " + key + bytes(byte ^ secret[index % len(secret)] for index, byte in enumerate(body))
+
+
 def _matches(if_none_match: str | None, tag: str) -> bool:
     if not if_none_match:
         return False
@@ -64,8 +78,14 @@ def handle_artifact(sim, req: Request, params: dict, seq: int) -> Outcome:
         what = f"property {token!r}" if token is not None else "the default workspace"
         response = Response.text(404, f"no artifact for {what}")
         return Outcome(response, [], validate_response=False)
+    content_type = "application/json"
+    if req.path.endswith(".bin"):
+        with state.lock:
+            organization = state.artifact_organization
+        body = obfuscate(body, organization)
+        content_type = "application/octet-stream"
     tag = etag(body)
     headers = {"ETag": tag, "Cache-Control": "max-age=60"}
     if _matches(req.header("if-none-match"), tag):
         return Outcome(Response.empty(304, headers), [], validate_response=False)
-    return Outcome(Response(200, body, "application/json", headers), [], validate_response=False)
+    return Outcome(Response(200, body, content_type, headers), [], validate_response=False)

@@ -79,3 +79,17 @@ def test_reset_restores_the_default_artifact(sim):
     sim.put("/_sim/target/artifact", json=small_artifact("1.9.0"))
     sim.reset()
     assert sim.get("/demo/production/v1/rules.json").json()["version"] == "1.0.0"
+
+
+def test_rules_bin_is_the_json_obfuscated_with_the_organization_and_its_key(sim):
+    organization = "ORG123@AdobeOrg"
+    assert sim.put("/_sim/target/artifactOrganization", json={"organizationId": organization}).status_code == 200
+    plain = sim.get("/demo/production/v1/rules.json").content
+    response = sim.get("/demo/production/v1/rules.bin")
+    assert response.status_code == 200
+    data = response.content
+    assert data[:8] == b"TDA:1   "
+    secret = organization.encode() + data[8:40]
+    assert bytes(b ^ secret[i % len(secret)] for i, b in enumerate(data[40:])) == plain
+    tag = response.headers["ETag"]
+    assert sim.get("/demo/production/v1/rules.bin", headers={"If-None-Match": tag}).status_code == 304
