@@ -103,6 +103,7 @@ let package = Package(
                 "PreflightCore",
                 "PreflightProtocol",
                 "StateFiles",
+                "TargetDecisioning",
                 "UpstreamHTTP",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -226,7 +227,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TargetOffersTests",
-            dependencies: ["TargetOffers", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP"],
+            dependencies: [
+                "TargetOffers", "PreflightCore", "PreflightProtocol", "StateFiles", "TargetDecisioning", "UpstreamHTTP",
+            ],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -163,8 +163,30 @@ extension CommandDispatcher {
                 "notifications": notificationsResult(),
                 "loads": loadsResult(),
                 "privacy": privacyResult(),
+                "artifact": artifactResult(configuration),
             ],
             "pass": passSummary(passSnapshot),
+        ]
+    }
+
+    /// The rules artifact for on-device decisioning: what is held, and how the last fetch went.
+    func artifactResult(_ configuration: AgentConfiguration) -> JSONValue {
+        let status = target.artifactStatus
+        func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
+        func optional(_ number: Int64?) -> JSONValue { number.map { .integer($0) } ?? .null }
+        let now = target.time.epochMilliseconds()
+        return [
+            "decisioningMethod": .string(configuration.target.decisioningMethod),
+            "url": .string(configuration.target.effectiveArtifactURL),
+            "version": optional(status.version),
+            "generatedAt": optional(status.generatedAt),
+            "rules": optional(status.rules.map { Int64($0) }),
+            "etag": optional(status.etag),
+            "source": optional(status.source?.rawValue),
+            "ageMs": optional(status.downloadedAtMs.map { max(0, now - $0) }),
+            "lastFetchAtMs": optional(status.lastFetchAtMs),
+            "lastFetchResult": optional(status.lastFetchResult?.rawValue),
+            "lastFetchError": optional(status.lastFetchError),
         ]
     }
 

@@ -65,6 +65,7 @@ public final class Agent: Sendable {
         [
             UpstreamTransportService(transport: transport),
             NotificationSenderService(target: target, logger: logger),
+            ArtifactPollerService(target: target),
             PassBackgroundService(pass: pass),
             requestWork,
             IPCService(agent: self),
@@ -102,6 +103,8 @@ public final class Agent: Sendable {
             configuration: configuration.target.serviceConfiguration,
             transport: breaker("target"),
             stateDirectory: configuration.agent.stateDirectory,
+            // The artifact's CDN is another host than the Delivery API: its outages must not mark Target down.
+            artifactTransport: upstream,
             clock: time,
             logger: logger,
             publish: { topic, body in runtime.publish(topic, body) }
@@ -250,6 +253,8 @@ public final class Agent: Sendable {
         }
         runtime.configuration = next
         target.update(configuration: next.target.serviceConfiguration)
+        // A reload fetches the rules artifact at once (how a technician asks for the newest rules).
+        target.requestArtifactFetch()
         pass.update(configuration: next.pass.serviceConfiguration)
         server.setLimits(next.admissionLimits)
         logger.info("configuration reloaded", metadata: ["file": "\(path)"])

@@ -68,6 +68,19 @@ struct NotificationSenderService: AgentService {
     }
 }
 
+/// Target's rules artifact for on-device decisioning: read from the state directory, fetched at start,
+/// every `target.artifactPollingInterval` and on reload, with back-off after failures. A service of its
+/// own rather than a turn of the notification sender: a download of megabytes must not hold up sending.
+struct ArtifactPollerService: AgentService {
+    static let name = "Target artifact poller"
+
+    let target: TargetService
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await target.runArtifactPolling() }
+    }
+}
+
 /// Adobe Pass's background work: registration, token and each requestor's configuration, retried
 /// until they succeed, and token refresh.
 struct PassBackgroundService: AgentService {

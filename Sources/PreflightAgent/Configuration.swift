@@ -72,6 +72,29 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var analyticsLogging = "none"
         /// The box's privacy status for Target: `optedIn`, `optedOut` or `unknown` (TargetPrivacy).
         public var privacy = "optedIn"
+        /// Where offers are decided: `server-side`, `on-device` or `hybrid` (DecisioningMethod).
+        public var decisioningMethod = "server-side"
+        /// The Target environment the artifact is published for (the SDKs' `environment`).
+        public var environment = "production"
+        /// The Experience Cloud organization id (`…@AdobeOrg`): the key of the obfuscated `rules.bin`.
+        public var organizationId = ""
+        /// Absent means Target's CDN address for the account (`TargetConfiguration.defaultArtifactURL`).
+        public var artifactURL: String?
+        /// `json` or `bin`.
+        public var artifactFormat = "json"
+        /// Seconds between fetches of the artifact; 0: at start and on reload only.
+        public var artifactPollingInterval: Double = 300
+
+        /// The artifact's address in effect.
+        public var effectiveArtifactURL: String {
+            artifactURL
+                ?? TargetConfiguration.defaultArtifactURL(
+                    clientCode: clientCode,
+                    environment: environment,
+                    propertyToken: propertyToken,
+                    format: ArtifactFormat(rawValue: artifactFormat) ?? .json
+                )
+        }
 
         /// The Delivery API base URL in effect.
         public var effectiveServerURL: String {
@@ -233,6 +256,15 @@ extension AgentConfiguration {
                 message: "required unless \(Self.path(of: \.target.serverURL)) is set"
             )
         }
+        // rules.bin cannot be read without its key: refused here rather than at every download.
+        if target.decisioningMethod != DecisioningMethod.serverSide.rawValue, target.artifactFormat == "bin",
+            target.organizationId.isEmpty
+        {
+            throw ConfigurationError(
+                key: Self.path(of: \.target.organizationId),
+                message: "required when \(Self.path(of: \.target.artifactFormat)) is bin (the key of rules.bin)"
+            )
+        }
     }
 }
 
@@ -303,6 +335,12 @@ extension AgentConfiguration.Target {
         )
         configuration.analyticsLogging = analyticsLogging == "none" ? nil : analyticsLogging
         configuration.privacy = TargetPrivacy(rawValue: privacy) ?? .optedIn
+        configuration.decisioningMethod = DecisioningMethod(rawValue: decisioningMethod) ?? .serverSide
+        configuration.artifactURL = effectiveArtifactURL
+        configuration.artifactFormat = ArtifactFormat(rawValue: artifactFormat) ?? .json
+        configuration.artifactPollingInterval =
+            artifactPollingInterval == 0 ? nil : .milliseconds(Int64(artifactPollingInterval * 1000))
+        configuration.organizationId = organizationId
         return configuration
     }
 }

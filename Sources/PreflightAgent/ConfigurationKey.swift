@@ -276,6 +276,25 @@ extension ConfigurationValue where Value == Double {
         )
     }
 
+    /// 0 (never), or a number of seconds within `range`.
+    static func zeroOrSeconds(_ range: ClosedRange<Double>) -> Self {
+        Self(
+            allowed: "0, or seconds \(Self.decimal(range.lowerBound)) to \(Self.decimal(range.upperBound))",
+            read: { (value, path) throws(ConfigurationError) in
+                guard let number = value.doubleValue, number == 0 || range.contains(number) else {
+                    throw ConfigurationError(
+                        key: path,
+                        message: "must be 0 or a number of seconds from \(range.lowerBound) to \(range.upperBound); "
+                            + "got \(JSONWriter.string(value))"
+                    )
+                }
+                return number
+            },
+            json: { .number($0) },
+            describe: { decimal($0) }
+        )
+    }
+
     /// 5 as "5", 0.05 as "0.05".
     private static func decimal(_ value: Double) -> String {
         value == value.rounded() ? "\(Int64(value))" : "\(value)"

@@ -276,6 +276,63 @@ extension AgentConfiguration {
                 + "`preflightctl target privacy` overrides it until this value changes",
             allowed: "`optedIn`, `optedOut`, `unknown`"
         ),
+        ConfigurationKey(
+            .target,
+            "decisioningMethod",
+            \.target.decisioningMethod,
+            .oneOf(DecisioningMethod.allCases.map(\.rawValue)),
+            .applies,
+            "where offers are decided, as Adobe's SDKs name it: `server-side` by Target's edge; `on-device` and "
+                + "`hybrid` also fetch Target's rules artifact and keep it in the state directory",
+            allowed: "`server-side`, `on-device`, `hybrid`"
+        ),
+        ConfigurationKey(
+            .target,
+            "environment",
+            \.target.environment,
+            .string,
+            .applies,
+            "the Target environment whose rules artifact is fetched (the SDKs' `environment`)"
+        ),
+        ConfigurationKey(
+            .target,
+            "organizationId",
+            \.target.organizationId,
+            .string,
+            .applies,
+            "the Experience Cloud organization id (`…@AdobeOrg`); the key of the obfuscated artifact (`artifactFormat` `bin`)",
+            default: "`\"\"`"
+        ),
+        ConfigurationKey(
+            .target,
+            "artifactURL",
+            \.target.artifactURL,
+            .url,
+            .applies,
+            "where the rules artifact is fetched from (on-device and hybrid decisioning)",
+            default:
+                "`https://assets.adobetarget.com/{clientCode}/{environment}/v1/[{propertyToken}/]rules.{artifactFormat}`",
+            display: { .string($0.target.effectiveArtifactURL) }
+        ),
+        ConfigurationKey(
+            .target,
+            "artifactFormat",
+            \.target.artifactFormat,
+            .oneOf(ArtifactFormat.allCases.map(\.rawValue)),
+            .applies,
+            "`json` fetches `rules.json`; `bin` the obfuscated `rules.bin`, read with `organizationId`",
+            allowed: "`json`, `bin`"
+        ),
+        ConfigurationKey(
+            .target,
+            "artifactPollingInterval",
+            \.target.artifactPollingInterval,
+            .zeroOrSeconds(300...86_400),
+            .applies,
+            "how often the rules artifact is fetched again (`If-None-Match`; a 304 keeps the rules); 0 fetches at "
+                + "start and on reload only. A reload (SIGHUP) fetches at once",
+            default: "300 (5 min)"
+        ),
     ]
 
     private static let passKeys: [ConfigurationKey] = [

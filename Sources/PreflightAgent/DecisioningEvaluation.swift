@@ -105,7 +105,7 @@ extension CommandDispatcher {
         let configuration = runtime.configuration.target
         let defaults = DecisioningConf(
             client: configuration.clientCode,
-            organizationId: "",
+            organizationId: configuration.organizationId,
             propertyToken: configuration.propertyToken.isEmpty ? nil : configuration.propertyToken
         )
         let time = target.time

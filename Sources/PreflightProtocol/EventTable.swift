@@ -10,6 +10,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case targetPreview = "target.preview"
     case targetReset = "target.reset"
     case targetPrivacy = "target.privacy"
+    case artifactUpdated = "artifact.updated"
     case upstreamError = "upstream.error"
     case upstreamDown = "upstream.down"
     case upstreamUp = "upstream.up"
@@ -44,6 +45,11 @@ public enum EventTopic: String, CaseIterable, Sendable {
                 "`status`, `previous`, `by` (admin or configuration); with optedOut, `cleared` (cached offers) "
                     + "and `notificationsDropped`",
                 "the box's Target privacy status changed"
+            )
+        case .artifactUpdated:
+            (
+                "`version`, `rules` (count), `etag`",
+                "a new Target rules artifact was downloaded and now decides (on-device decisioning)"
             )
         case .upstreamError:
             ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")

@@ -26,10 +26,32 @@ public struct TargetConfiguration: Sendable, Equatable {
     public var analyticsLogging: String?
     /// The configured privacy status (`target.privacy`); the admin command may override it.
     public var privacy: TargetPrivacy = .optedIn
+    /// Where offers are decided (`target.decisioningMethod`); the rules artifact is fetched unless `serverSide`.
+    public var decisioningMethod: DecisioningMethod = .serverSide
+    /// The rules artifact's address (`target.artifactURL`, or Target's CDN address for the account).
+    public var artifactURL = ""
+    /// `json` (`rules.json`) or `bin` (the obfuscated `rules.bin`, read with `organizationId`).
+    public var artifactFormat: ArtifactFormat = .json
+    /// Between two fetches of the artifact; nil: fetched at start and on reload only.
+    public var artifactPollingInterval: Duration? = .seconds(300)
+    /// The Experience Cloud organization (`target.organizationId`): the key of `rules.bin`.
+    public var organizationId = ""
 
     /// The Delivery API of an account when no server is configured: `https://{clientCode}.tt.omtrdc.net`.
     public static func defaultServerURL(clientCode: String) -> String {
         "https://\(clientCode).tt.omtrdc.net"
+    }
+
+    /// Target's CDN address of an account's artifact, as Adobe's SDKs build it:
+    /// `https://assets.adobetarget.com/{clientCode}/{environment}/v1/[{propertyToken}/]rules.json`.
+    public static func defaultArtifactURL(
+        clientCode: String,
+        environment: String,
+        propertyToken: String,
+        format: ArtifactFormat
+    ) -> String {
+        let property = propertyToken.isEmpty ? "" : "\(propertyToken)/"
+        return "https://assets.adobetarget.com/\(clientCode)/\(environment)/v1/\(property)rules.\(format.rawValue)"
     }
 
     public init(
@@ -58,6 +80,24 @@ public struct TargetConfiguration: Sendable, Equatable {
         self.notificationQueueCapacity = notificationQueueCapacity
         self.device = device
     }
+}
+
+/// Where offers are decided (`target.decisioningMethod`, as Adobe's server-side SDKs name it).
+public enum DecisioningMethod: String, Sendable, CaseIterable {
+    /// Every offer from Target's edge (the Delivery API): no artifact is fetched.
+    case serverSide = "server-side"
+    /// Offers decided on the box from the rules artifact.
+    case onDevice = "on-device"
+    /// On the box what the artifact can decide, the rest from the edge.
+    case hybrid
+}
+
+/// The form of the rules artifact (`target.artifactFormat`).
+public enum ArtifactFormat: String, Sendable, CaseIterable {
+    /// `rules.json`.
+    case json
+    /// `rules.bin`: the same JSON, obfuscated with the organization id.
+    case bin
 }
 
 /// The box, as the Delivery API's `context` carries it.

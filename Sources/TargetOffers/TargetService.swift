@@ -88,17 +88,28 @@ public final class TargetService: Sendable {
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
     /// Target's QA mode for every app (`target.preview`); runtime state only.
     let previewBox = Mutex(QAPreview())
+    /// The rules artifact held for on-device decisioning, and what `status` shows of it.
+    let artifactBox = Mutex(HeldArtifact())
+    /// Where the artifact is downloaded from: its CDN is not the Delivery API, so not behind Target's breaker.
+    let artifactTransport: any HTTPTransport
+    /// The state directory, where the artifact downloaded last is kept (`target-artifact.*`).
+    let stateDirectory: String?
+    /// Set by a reload: the artifact is fetched at the poller's next turn.
+    let artifactFetchRequested = Atomic<Bool>(false)
 
     public init(
         configuration: TargetConfiguration,
         transport: any HTTPTransport,
         stateDirectory: String?,
+        artifactTransport: (any HTTPTransport)? = nil,
         clock: any AgentClock = SystemClock(),
         logger: Logger,
         publish: @escaping @Sendable (EventTopic, JSONObject) -> Void
     ) {
         self.configurationBox = Mutex(configuration)
         self.transport = transport
+        self.artifactTransport = artifactTransport ?? transport
+        self.stateDirectory = stateDirectory
         self.circuit = (transport as? CircuitBreakingTransport)?.breaker
         // The agent hands in the UpstreamTime its transport teaches; anything else (tests) gets its own.
         let time = (clock as? UpstreamTime) ?? UpstreamTime(clock)

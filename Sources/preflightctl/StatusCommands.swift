@@ -82,6 +82,11 @@ struct Status: AgentCommand {
                 let held = privacy == "unknown" ? "; notifications held until optedIn" : ""
                 rows.append(("Target privacy", "\(privacy) (set by \(setBy)): nothing is sent to Target\(held)"))
             }
+            if let artifact = target["artifact"], let method = artifact["decisioningMethod"]?.stringValue,
+                method != "server-side"
+            {
+                rows.append(("Target rules", artifactSummary(artifact, method: method, now: agentNow)))
+            }
         }
         if let pass = result["pass"], pass.objectValue != nil {
             rows.append(
@@ -146,6 +151,28 @@ func upstreamHealth(_ health: JSONValue?, now: Date = Date()) -> String {
 func defaultsSummary(_ reasons: JSONValue?) -> String {
     guard let reasons = reasons?.objectValue, !reasons.isEmpty else { return "none" }
     return reasons.map { "\($0.key) \(displayValue($0.value))" }.joined(separator: ", ")
+}
+
+/// "on-device: version 1.0.0, 12 rules, generated 2026-02-01T00:00:00Z, downloaded 4m ago (network);
+/// last fetch notModified 4m ago" or "on-device: none yet; last fetch networkError 3s ago (detail)".
+func artifactSummary(_ artifact: JSONValue, method: String, now: Date = Date()) -> String {
+    var text = "\(method): "
+    if let version = artifact["version"]?.stringValue {
+        text += "version \(version), \(counted(artifact["rules"], "rule"))"
+        if let generated = artifact["generatedAt"]?.stringValue { text += ", generated \(generated)" }
+        if let age = artifact["ageMs"]?.doubleValue {
+            text += ", downloaded \(formatDuration(milliseconds: age)) ago"
+        }
+        text += " (\(artifact["source"].map(displayValue) ?? "-"))"
+    } else {
+        text += "no rules yet"
+    }
+    if let result = artifact["lastFetchResult"]?.stringValue {
+        text += "; last fetch \(result)"
+        if let at = artifact["lastFetchAtMs"]?.doubleValue { text += " \(age(sinceEpochMs: at, now: now))" }
+        if let error = artifact["lastFetchError"]?.stringValue { text += " (\(error))" }
+    }
+    return text
 }
 
 /// "1 queued (oldest 4s ago), 4 sent, last error: HTTP 503 (3s ago)".

@@ -80,3 +80,39 @@ private func failingKey(_ text: String) -> String? {
         )
     }
 }
+
+@Suite struct ArtifactConfigurationTests {
+    @Test func theArtifactAddressFollowsTheAccountEnvironmentPropertyAndFormat() throws {
+        let loaded = try parse(
+            #"""
+            {"target": {"clientCode": "acme", "propertyToken": "p-1", "environment": "staging",
+                        "decisioningMethod": "hybrid", "artifactFormat": "bin", "organizationId": "ORG@AdobeOrg"}}
+            """#
+        )
+        let service = loaded.configuration.target.serviceConfiguration
+        #expect(service.artifactURL == "https://assets.adobetarget.com/acme/staging/v1/p-1/rules.bin")
+        #expect(service.decisioningMethod == .hybrid && service.artifactFormat == .bin)
+        #expect(service.artifactPollingInterval == .seconds(300) && service.organizationId == "ORG@AdobeOrg")
+        let never = try parse(#"{"target": {"clientCode": "acme", "artifactPollingInterval": 0}}"#)
+        #expect(never.configuration.target.serviceConfiguration.artifactPollingInterval == nil)
+    }
+
+    @Test func refusesAnIntervalUnderFiveMinutesAndBinWithoutItsKey() {
+        #expect(
+            failingKey(#"{"target": {"clientCode": "acme", "artifactPollingInterval": 60}}"#)
+                == "target.artifactPollingInterval"
+        )
+        #expect(
+            failingKey(#"{"target": {"clientCode": "acme", "decisioningMethod": "local"}}"#)
+                == "target.decisioningMethod"
+        )
+        #expect(
+            failingKey(
+                #"{"target": {"clientCode": "acme", "decisioningMethod": "on-device", "artifactFormat": "bin"}}"#
+            )
+                == "target.organizationId"
+        )
+        // Server-side decisioning fetches nothing, so it needs no key.
+        #expect(failingKey(#"{"target": {"clientCode": "acme", "artifactFormat": "bin"}}"#) == nil)
+    }
+}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from preflight_sim import target
+import json
+
+from preflight_sim import target, target_artifacts
 from preflight_sim.control import ControlError, _known_fields, _object, _ok, _validated_offers
 from preflight_sim.exchange import Request, Response
 
@@ -98,7 +100,61 @@ def get_visitors(sim, req: Request, m) -> Response:
         return _ok({"requests": [dict(v) for v in sim.target.visitors]})
 
 
+# on-device decisioning artifacts ----------------------------------------------------------------
+
+def _property_token(req: Request) -> str | None:
+    token = req.query.get("propertyToken")
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ControlError(400, "propertyToken must be given once, not empty")
+    return token
+
+
+def get_artifact(sim, req: Request, m) -> Response:
+    """The artifact served for the default workspace (or `?propertyToken=`), and its ETag."""
+    token = _property_token(req)
+    with sim.target.lock:
+        body = sim.target.artifacts.get(token)
+    if body is None:
+        raise ControlError(404, f"no artifact set for propertyToken {token!r}")
+    return _ok({"propertyToken": token, "etag": target_artifacts.etag(body), "artifact": json.loads(body)})
+
+
+def put_artifact(sim, req: Request, m) -> Response:
+    """Sets the artifact served at `/{client}/{environment}/v1/[{propertyToken}/]rules.json`: the body is
+    the artifact JSON, served as given (any version: the agent is the one to refuse)."""
+    token = _property_token(req)
+    doc = _object(req)
+    body = target_artifacts.encode(doc)
+    with sim.target.lock:
+        sim.target.artifacts[token] = body
+    return _ok({"propertyToken": token, "etag": target_artifacts.etag(body)})
+
+
+def delete_artifact(sim, req: Request, m) -> Response:
+    """No artifact for the default workspace (or `?propertyToken=`): its address answers 404."""
+    token = _property_token(req)
+    with sim.target.lock:
+        removed = sim.target.artifacts.pop(token, None) is not None
+    return _ok({"propertyToken": token, "removed": removed})
+
+
+def put_artifact_organization(sim, req: Request, m) -> Response:
+    """The organization id `rules.bin` is obfuscated for."""
+    doc = _object(req)
+    _known_fields(doc, ("organizationId",), "artifactOrganization")
+    organization = doc.get("organizationId")
+    if not isinstance(organization, str) or not organization:
+        raise ControlError(400, "organizationId must be a non-empty string")
+    with sim.target.lock:
+        sim.target.artifact_organization = organization
+    return _ok({"organizationId": organization})
+
+
 ROUTES = [
+    ("PUT", r"/_sim/target/artifactOrganization", put_artifact_organization),
+    ("GET", r"/_sim/target/artifact", get_artifact),
+    ("PUT", r"/_sim/target/artifact", put_artifact),
+    ("DELETE", r"/_sim/target/artifact", delete_artifact),
     ("GET", r"/_sim/target/workspaces", get_workspaces),
     ("GET", r"/_sim/target/preview", get_preview),
     ("PUT", r"/_sim/target/preview", put_preview),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from preflight_sim import pass_, pass_sessions, target
+from preflight_sim import pass_, pass_sessions, target, target_artifacts
 from preflight_sim.clock import Clock
 from preflight_sim.connections import ConnectionRegistry
 from preflight_sim.faults import FaultStore
@@ -62,6 +62,14 @@ def _builtin_routes() -> list[Route]:
         Route("pass", "GET", "/{serviceProvider}/logout/{mvpd}", "logout",
               rest("/{serviceProvider}/logout/{mvpd}", "GET"), pass_.handle_logout),
         *_session_routes(),
+        Route("artifacts", "GET", target_artifacts.RULES, "artifact", target_artifacts.artifact_checks,
+              target_artifacts.handle_artifact),
+        Route("artifacts", "GET", target_artifacts.PROPERTY_RULES, "propertyArtifact",
+              target_artifacts.artifact_checks, target_artifacts.handle_artifact),
+        Route("artifacts", "GET", target_artifacts.RULES_BIN, "artifactBin", target_artifacts.artifact_checks,
+              target_artifacts.handle_artifact),
+        Route("artifacts", "GET", target_artifacts.PROPERTY_RULES_BIN, "propertyArtifactBin",
+              target_artifacts.artifact_checks, target_artifacts.handle_artifact),
     ]
 
 
@@ -104,6 +112,8 @@ class Router:
             return "dcr"
         if path.startswith("/rest/"):
             return "target"
+        if path.endswith("/rules.json") or path.endswith("/rules.bin"):
+            return "artifacts"
         return None
 
     def match(self, method: str, path: str) -> tuple[Route | None, dict, list[str]]:

@@ -22,6 +22,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
+from preflight_sim import target_artifacts
 from preflight_sim import target_metrics as metrics
 from preflight_sim import target_visitors as visitors
 from preflight_sim import target_workspaces as workspaces
@@ -192,6 +193,8 @@ class TargetState:
         self.workspaces: dict[str, dict[str, dict]] = {}  # property token -> offers
         self.previews: dict[str, dict[str, dict]] = {}  # QA mode token -> preview offers
         self.trace_token: str | None = None
+        self.artifacts: dict[str | None, bytes] = target_artifacts.default_artifacts()  # property token -> rules.json
+        self.artifact_organization = target_artifacts.DEFAULT_ORGANIZATION  # the key of rules.bin
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []
