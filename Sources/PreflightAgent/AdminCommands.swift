@@ -234,6 +234,7 @@ extension CommandDispatcher {
                 "hitRatio": lookups == 0 ? .null : .number(Double(counters.hits) / Double(lookups)),
                 "evictions": .integer(Int64(target.cache.summary.evictions)),
                 "networkLoads": .integer(Int64(counters.networkLoads)),
+                "onDeviceLoads": .integer(Int64(counters.onDeviceLoads)),
                 "defaultsByReason": defaultsByReason(counters),
                 "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
                 "prefetchedMboxes": .integer(Int64(counters.prefetchedMboxes)),
@@ -336,6 +337,7 @@ extension CommandDispatcher {
         let counters = target.counters
         return [
             "network": .integer(Int64(counters.networkLoads)),
+            "onDevice": .integer(Int64(counters.onDeviceLoads)),
             "defaultsByReason": defaultsByReason(counters),
             "prefetchCommands": .integer(Int64(counters.prefetchCommands)),
         ]

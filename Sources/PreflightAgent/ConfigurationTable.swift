@@ -283,7 +283,8 @@ extension AgentConfiguration {
             .oneOf(DecisioningMethod.allCases.map(\.rawValue)),
             .applies,
             "where offers are decided, as Adobe's SDKs name it: `server-side` by Target's edge; `on-device` and "
-                + "`hybrid` also fetch Target's rules artifact and keep it in the state directory",
+                + "`hybrid` fetch Target's rules artifact, decide on the box the mboxes it holds and ask Target only "
+                + "for the others; before any artifact, `hybrid` asks Target and `on-device` answers defaults",
             allowed: "`server-side`, `on-device`, `hybrid`"
         ),
         ConfigurationKey(

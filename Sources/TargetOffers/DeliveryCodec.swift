@@ -42,6 +42,41 @@ public struct DeliveryCodec: Sendable {
         qaModeToken: String? = nil,
         trace: TargetTrace? = nil
     ) -> HTTPRequest {
+        var body = requestBody(
+            prefetch: prefetch,
+            execute: execute,
+            profileParameters: profileParameters,
+            property: property,
+            visitor: visitor,
+            timeOffsetInMinutes: timeOffsetInMinutes
+        )
+        if let qaModeToken { body["qaMode"] = ["token": .string(qaModeToken)] }
+        if let trace { body["trace"] = ["authorizationToken": .string(trace.authorizationToken)] }
+        return HTTPRequest(
+            method: "POST",
+            url: url(visitor: visitor),
+            headers: [
+                (name: "Content-Type", value: "application/json"),
+                (name: "Accept", value: "application/json"),
+                (name: "User-Agent", value: configuration.device.userAgent),
+                (name: "X-EXC-SDK", value: "Preflight"),
+                (name: "X-EXC-SDK-Version", value: preflightVersion),
+            ],
+            body: Self.encode(body, notifications: notifications),
+            timeout: configuration.timeout
+        )
+    }
+
+    /// The request body without notifications, QA mode or trace: what Target decides, and what the on-device
+    /// engine decides the same way.
+    func requestBody(
+        prefetch: [DeliveryMbox] = [],
+        execute: [DeliveryMbox] = [],
+        profileParameters: [Parameter] = [],
+        property: String? = nil,
+        visitor: VisitorSession.Snapshot,
+        timeOffsetInMinutes: Int
+    ) -> JSONObject {
         var body: JSONObject = ["requestId": .string(RandomUUID.make())]
         body["context"] = .object(context(timeOffsetInMinutes: timeOffsetInMinutes))
         var id = JSONObject()
@@ -68,21 +103,7 @@ public struct DeliveryCodec: Sendable {
         if !execute.isEmpty {
             body["execute"] = ["mboxes": .array(mboxes(execute, profileParameters: profileParameters))]
         }
-        if let qaModeToken { body["qaMode"] = ["token": .string(qaModeToken)] }
-        if let trace { body["trace"] = ["authorizationToken": .string(trace.authorizationToken)] }
-        return HTTPRequest(
-            method: "POST",
-            url: url(visitor: visitor),
-            headers: [
-                (name: "Content-Type", value: "application/json"),
-                (name: "Accept", value: "application/json"),
-                (name: "User-Agent", value: configuration.device.userAgent),
-                (name: "X-EXC-SDK", value: "Preflight"),
-                (name: "X-EXC-SDK-Version", value: preflightVersion),
-            ],
-            body: Self.encode(body, notifications: notifications),
-            timeout: configuration.timeout
-        )
+        return body
     }
 
     /// The body, with the notifications' prepared bytes spliced in as the last member.
@@ -283,7 +304,12 @@ extension DeliveryResponse {
         if let message = body["message"]?.stringValue {
             throw .message(message)
         }
-        return DeliveryResponse(
+        return reading(body)
+    }
+
+    /// A Delivery response body already read: Target's, or the one the on-device engine produces.
+    static func reading(_ body: JSONObject) -> DeliveryResponse {
+        DeliveryResponse(
             tntId: body["id"]?["tntId"]?.stringValue,
             edgeHost: body["edgeHost"]?.stringValue,
             prefetched: mboxes(body["prefetch"]?["mboxes"]),

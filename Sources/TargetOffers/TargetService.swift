@@ -16,6 +16,8 @@ public struct TargetCounters: Sendable, Equatable {
     public var hits = 0
     public var misses = 0
     public var networkLoads = 0
+    /// Misses answered by on-device decisioning (`target.decisioningMethod`).
+    public var onDeviceLoads = 0
     public var defaultsByReason: [String: Int] = [:]
     public var prefetchCommands = 0
     public var prefetchedMboxes = 0
@@ -47,7 +49,7 @@ public final class TargetService: Sendable {
         var trace: TargetTrace?
     }
 
-    private struct MissKey: Hashable, Sendable {
+    struct MissKey: Hashable, Sendable {
         var name: String
         var targeting: MboxTargeting
         var profile: [Parameter]
@@ -56,10 +58,12 @@ public final class TargetService: Sendable {
         var preview: Int
     }
 
-    private enum MissOutcome: Sendable {
+    enum MissOutcome: Sendable {
         /// The content, the `data` of a `withData` load and the mbox's `trace` (each nil when Target sent none).
         case content(String, data: JSONObject?, trace: JSONValue?)
         case failed(reason: String)
+        /// Decided on the box from the rules artifact (`target.decisioningMethod`): the content and `data`.
+        case decided(String, data: JSONObject?)
     }
 
     public let cache: PrefetchCache
@@ -276,9 +280,15 @@ public final class TargetService: Sendable {
         // Join calls in flight for identical misses; start one call for the rest, in request order. A traced
         // load has a call of its own: the trace is of its request.
         let profile = command.profileParameters
-        let batch = keys.sorted { $0.key < $1.key }.map(\.value)
+        let misses = keys.sorted { $0.key < $1.key }.map(\.value)
+        // On-device decisioning answers the mboxes its rules artifact decides; only the others go to Target.
+        let (decided, batch) =
+            pending.trace == nil
+            ? decideOnDevice(misses, profile: profile, property: property) : ([:], misses)
         let shared: @Sendable () async -> [MissKey: MissOutcome]
-        if let trace = pending.trace {
+        if batch.isEmpty {
+            shared = { [:] }
+        } else if let trace = pending.trace {
             shared = { await self.execute(batch, profile: profile, property: property, trace: trace) }
         } else {
             shared = {
@@ -288,7 +298,7 @@ public final class TargetService: Sendable {
             }
         }
         // An app that asked for less than `target.timeout` gets its defaults at its own deadline.
-        let outcomes: [MissKey: MissOutcome]
+        var outcomes: [MissKey: MissOutcome]
         if let limit = command.timeout, limit < configuration.timeout {
             outcomes =
                 await within(limit, clock: clock, shared)
@@ -299,8 +309,10 @@ public final class TargetService: Sendable {
         } else {
             outcomes = await shared()
         }
+        outcomes.merge(decided) { _, local in local }
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
+        var onDevice = 0
         var defaults: [String: Int] = [:]
         let traced = pending.trace != nil
         result.appendASCII("{\"contents\":[")
@@ -311,6 +323,16 @@ public final class TargetService: Sendable {
                 continue
             }
             switch keys[index].flatMap({ outcomes[$0] }) ?? .failed(reason: "network") {
+            case .decided(let text, let data):
+                writeLoadResultElement(
+                    &result,
+                    name: request.name,
+                    content: text,
+                    source: "on-device",
+                    data: command.withData ? data ?? [:] : nil,
+                    trace: traced ? .some(.null) : .none
+                )
+                onDevice += 1
             case .content(let text, let data, let trace):
                 writeLoadResultElement(
                     &result,
@@ -336,6 +358,7 @@ public final class TargetService: Sendable {
         result.appendASCII("]}")
         counterBox.withLock { counters in
             counters.networkLoads += network
+            counters.onDeviceLoads += onDevice
             counters.defaultsByReason.merge(defaults, uniquingKeysWith: +)
         }
         return result.bytes
@@ -388,10 +411,31 @@ public final class TargetService: Sendable {
         let generation = visitor.current.generation
         let profile = command.profileParameters
         let property = self.property(command.propertyToken)
+        if waitsForArtifact {
+            return PrefetchResult(success: false, mboxes: command.mboxes.map { .init(name: $0.name, cached: false) })
+        }
+        // On-device decisioning decides the mboxes its artifact decides; only the others go to Target.
+        let onDevice = decideOnDevice(prefetch: mboxes, profile: profile, property: property)
+        let decided = onDevice.map { decision in
+            decision.response.prefetched.filter { !decision.remote.contains($0.name) }
+        }
+        let remote = onDevice.map { decision in mboxes.filter { decision.remote.contains($0.name) } } ?? mboxes
+        let previewNow = previewBox.withLock { $0.generation }
         let call: @Sendable () async -> Result<DeliveryResponse, DeliveryFailure> = {
-            await self.deliver(
+            guard !remote.isEmpty else {
+                var none = DeliveryResponse(
+                    tntId: nil,
+                    edgeHost: nil,
+                    prefetched: [],
+                    executed: [],
+                    acknowledgedNotificationIds: []
+                )
+                none.previewGeneration = previewNow
+                return .success(none)
+            }
+            return await self.deliver(
                 operation: "prefetch",
-                prefetch: mboxes,
+                prefetch: remote,
                 execute: [],
                 profile: profile,
                 property: property
@@ -412,7 +456,7 @@ public final class TargetService: Sendable {
             let epoch = clock.epochMilliseconds()
             var cachedNames = Set<String>()
             var evicted = 0
-            for mbox in response.prefetched where !mbox.options.isEmpty {
+            for mbox in (decided ?? []) + response.prefetched where !mbox.options.isEmpty {
                 evicted += cache.store(
                     CachedOffer(
                         name: mbox.name,

@@ -209,6 +209,10 @@ class TargetState:
         self.refused_requests = 0
         self.qa_refusals = 0
 
+    def artifact_event_tokens(self) -> set[str]:
+        """The event tokens of the artifacts served (on-device decisions notify with them). Caller holds the lock."""
+        return {token for body in self.artifacts.values() for token in target_artifacts.event_tokens(body)}
+
     def workspace(self, property_token: str | None) -> dict[str, dict]:
         """The offers of a workspace (the default one for None); an unknown token's is empty."""
         return self.offers if property_token is None else self.workspaces.get(property_token, {})
@@ -527,6 +531,8 @@ def _timestamp_problem(state: TargetState, timestamp: Any, now: float) -> str | 
 
 
 def _token_problem(state: TargetState, token: Any) -> str | None:
+    if token in state.artifact_event_tokens():
+        return f"{token} is revoked" if token in state.revoked_tokens else None
     if not _is_event_token(token):
         return f"{json.dumps(token)[:60]} is not an event token"
     if token in state.revoked_tokens:

@@ -89,3 +89,26 @@ def handle_artifact(sim, req: Request, params: dict, seq: int) -> Outcome:
     if _matches(req.header("if-none-match"), tag):
         return Outcome(Response.empty(304, headers), [], validate_response=False)
     return Outcome(Response(200, body, content_type, headers), [], validate_response=False)
+
+
+def event_tokens(body: bytes) -> set[str]:
+    """Every `eventToken` an artifact carries: Target issued them, for the display notifications of the
+    decisions an on-device engine makes from it."""
+    found: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "eventToken" and isinstance(item, str):
+                    found.add(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    try:
+        walk(json.loads(body))
+    except ValueError:
+        pass
+    return found
