@@ -12,8 +12,12 @@ extension TargetService {
     // MARK: on-device decisioning
 
     /// The engine of the rules artifact held, when `target.decisioningMethod` is `on-device` or `hybrid`.
+    /// None while the box is opted out (loads get their default content, nothing is kept to send) or a QA
+    /// preview is on (the marketer's activities are Target's to decide, with the preview token).
     var onDeviceEngine: DecisioningEngine? {
-        guard configuration.decisioningMethod != .serverSide, let artifact else { return nil }
+        guard configuration.decisioningMethod != .serverSide, let artifact, privacy != .optedOut else { return nil }
+        let now = clock.now()
+        guard previewBox.withLock({ $0.active(at: now) }) == nil else { return nil }
         return DecisioningEngine(artifact: artifact)
     }
 

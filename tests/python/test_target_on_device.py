@@ -94,3 +94,11 @@ def test_before_any_artifact_hybrid_behaves_as_server_side(setup):
     agent = setup.start(decisioningMethod="hybrid")
     load = ok(request(agent.app, "loadRequests", {"requests": [{"name": "logo", "defaultContent": "d"}]}))
     assert load["contents"][0]["source"] == "network"
+
+
+def test_an_opted_out_box_decides_nothing_on_the_box_either(setup):
+    agent = held(setup)
+    ok(request(agent.admin, "target.privacy", {"status": "optedOut"}, timeout_ms=20000))
+    assert ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0] == {
+        "name": "mbox-magician", "content": "d", "source": "default"}
+    assert ok(request(agent.admin, "notifications.status"))["queued"] == 0
