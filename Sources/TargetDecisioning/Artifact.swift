@@ -45,6 +45,8 @@ public struct DecisioningArtifact: Sendable {
     public let remoteViews: [String]
 
     let mboxRules: [String: [Rule]]
+    /// How the clock enters each mbox's decisions (`stableSpan`).
+    let mboxTimeDependence: [String: TimeDependence]
     let viewRules: [String: [Rule]]
     /// Every view's rules, views in the order JavaScript lists the artifact's keys.
     let allViewRules: [Rule]
@@ -94,6 +96,7 @@ public struct DecisioningArtifact: Sendable {
         let rules = artifact["rules"]?.objectValue ?? JSONObject()
         mboxRules = DecisioningArtifact.rulesByName(rules["mboxes"], tokens: responseTokenSet)
         viewRules = DecisioningArtifact.rulesByName(rules["views"], tokens: responseTokenSet)
+        mboxTimeDependence = mboxRules.mapValues(TimeDependence.init(rules:))
         let viewNames = JavaScript.propertyOrder(rules["views"]?.objectValue?.keys ?? [])
         allViewRules = viewNames.flatMap { [viewRules] name in viewRules[name] ?? [] }
     }

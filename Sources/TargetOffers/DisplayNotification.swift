@@ -23,6 +23,9 @@ public struct DisplayNotification: Sendable, Hashable {
     private var timestampDigits: Range<Int>
 
     /// Built on a cache hit from the offer's prepared fragment: no JSON tree, one buffer.
+    ///
+    /// An offer decided on the box gets the notification Adobe's engines send for an executed mbox
+    /// (notificationProvider.js): an `impressionId`, and no parameters.
     public static func display(
         of offer: CachedOffer,
         targeting: MboxTargeting,
@@ -30,15 +33,17 @@ public struct DisplayNotification: Sendable, Hashable {
         timestampMs: Int64,
         stampedByBoxClock: Bool = false
     ) -> DisplayNotification {
-        make(
+        let onDevice = offer.decidedOnDevice
+        return make(
             typeAndTimestamp: "\",\"type\":\"display\",\"timestamp\":",
             mboxName: offer.name,
             property: offer.property,
             fragment: offer.notificationFragment,
-            targeting: targeting,
-            profileParameters: profileParameters,
+            targeting: onDevice ? MboxTargeting() : targeting,
+            profileParameters: onDevice ? [] : profileParameters,
             timestampMs: timestampMs,
-            stampedByBoxClock: stampedByBoxClock
+            stampedByBoxClock: stampedByBoxClock,
+            withImpressionId: onDevice
         )
     }
 
@@ -89,12 +94,17 @@ public struct DisplayNotification: Sendable, Hashable {
         targeting: MboxTargeting,
         profileParameters: [Parameter],
         timestampMs: Int64,
-        stampedByBoxClock: Bool
+        stampedByBoxClock: Bool,
+        withImpressionId: Bool = false
     ) -> DisplayNotification {
         let id = RandomUUID.make()
         var writer = JSONWriter(reservingCapacity: 96 + fragment.count)
         writer.appendASCII("{\"id\":\"")
         writer.appendASCII(id)  // hex digits and dashes: nothing to escape
+        if withImpressionId {
+            writer.appendASCII("\",\"impressionId\":\"")
+            writer.appendASCII(RandomUUID.make())
+        }
         writer.appendASCII(typeAndTimestamp)
         let digitsStart = writer.bytes.count
         writer.writeInteger(timestampMs)

@@ -53,6 +53,9 @@ public final class CachedOffer: Sendable {
     public let name: String
     /// The property token it was fetched under; nil: the configured property.
     public let property: String?
+    /// Decided on the box from the rules artifact (`DecidedOffers`), not prefetched: its element says
+    /// `"source":"on-device"` and its display notification is the one Adobe's engines send.
+    public let decidedOnDevice: Bool
     public let optionInfo: [OptionInfo]
     public let state: String?
     /// The event token of Target's click metric for this mbox, when it sent one.
@@ -61,7 +64,7 @@ public final class CachedOffer: Sendable {
     /// encoded once; nil when Target sent none of them.
     let encodedData: [UInt8]?
     /// This offer's element of a `loadRequests` result, ready to append to a reply:
-    /// `{"name":…,"content":…,"source":"cache"}`, the content being the options' content
+    /// `{"name":…,"content":…,"source":"cache"}` (or `"on-device"`), the content being the options' content
     /// concatenated in order and encoded as a JSON string. The only copy of the content.
     let loadResultElement: [UInt8]
     /// Where the encoded content lies in `loadResultElement`.
@@ -85,10 +88,12 @@ public final class CachedOffer: Sendable {
         data: JSONObject? = nil,
         property: String? = nil,
         now: ContinuousClock.Instant,
-        epochMs: Int64
+        epochMs: Int64,
+        decidedOnDevice: Bool = false
     ) {
         self.name = name
         self.property = property
+        self.decidedOnDevice = decidedOnDevice
         self.state = state
         self.clickToken = clickToken
         self.encodedData = data.map { JSONWriter.encode(.object($0)) }
@@ -105,7 +110,12 @@ public final class CachedOffer: Sendable {
         }
         let content = texts.joined()
         var writer = JSONWriter(reservingCapacity: content.utf8.count + name.utf8.count + 48)
-        self.contentRange = writeLoadResultElement(&writer, name: name, content: content, source: "cache")
+        self.contentRange = writeLoadResultElement(
+            &writer,
+            name: name,
+            content: content,
+            source: decidedOnDevice ? "on-device" : "cache"
+        )
         self.loadResultElement = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
         self.notificationFragment = DisplayNotification.fragment(mbox: name, state: state, tokens: eventTokens)

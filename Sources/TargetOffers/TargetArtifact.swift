@@ -51,7 +51,12 @@ public struct ArtifactStatus: Sendable, Equatable {
 
 /// The artifact held, and what is known about it, behind one lock.
 struct HeldArtifact: Sendable {
-    var artifact: DecisioningArtifact?
+    /// The engine of the artifact held: built once per artifact (its conditions compiled, its context cache).
+    private(set) var engine: DecisioningEngine?
+    var artifact: DecisioningArtifact? {
+        get { engine?.artifact }
+        set { engine = newValue.map(DecisioningEngine.init(artifact:)) }
+    }
     var status = ArtifactStatus()
 }
 

@@ -100,6 +100,7 @@ extension TargetService {
                 box.status.downloadedAtMs = now
                 box.status.url = url
             }
+            decisionInputsChanged()
             record(.updated, at: started, error: nil)
             logger.notice(
                 "rules artifact updated",
@@ -210,6 +211,7 @@ extension TargetService {
                 box.status.downloadedAtMs = meta["downloadedAtMs"]?.doubleValue.map { Int64($0) }
                 box.status.url = url
             }
+            decisionInputsChanged()
             logger.notice(
                 "rules artifact read from the state directory",
                 metadata: ["file": "\(path)", "version": "\(artifact.version)", "rules": "\(artifact.rulesCount)"]

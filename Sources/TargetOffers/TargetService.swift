@@ -62,8 +62,8 @@ public final class TargetService: Sendable {
         /// The content, the `data` of a `withData` load and the mbox's `trace` (each nil when Target sent none).
         case content(String, data: JSONObject?, trace: JSONValue?)
         case failed(reason: String)
-        /// Decided on the box from the rules artifact (`target.decisioningMethod`): the content and `data`.
-        case decided(String, data: JSONObject?)
+        /// Decided on the box from the rules artifact (`target.decisioningMethod`).
+        case decided(CachedOffer)
     }
 
     public let cache: PrefetchCache
@@ -100,6 +100,11 @@ public final class TargetService: Sendable {
     let stateDirectory: String?
     /// Set by a reload: the artifact is fetched at the poller's next turn.
     let artifactFetchRequested = Atomic<Bool>(false)
+    /// Offers decided on the box, answered again on the I/O thread while they hold.
+    let decidedOffers = DecidedOffers()
+    /// Moves after every change a decision on the box depends on, other than the visitor's ids: the artifact,
+    /// the configuration, geo, privacy, a preview, cleared offers (`DecidedOffers.Inputs`).
+    let decisionInputs = Atomic<Int>(0)
 
     public init(
         configuration: TargetConfiguration,
@@ -167,6 +172,7 @@ public final class TargetService: Sendable {
         }
         cache.setBudget(configuration.cacheBudgetBytes)
         visitor.setTimeout(configuration.sessionTimeout)
+        decisionInputsChanged()
         if privacySetting.configures(configuration.privacy) {
             switchPrivacy(to: configuration.privacy, by: "configuration") {
                 privacySetting.configure(configuration.privacy)
@@ -207,39 +213,36 @@ public final class TargetService: Sendable {
         var offers: [CachedOffer?] = []
         if count > 1 { offers.reserveCapacity(count) }
         var hits = 0
+        // Misses answered by a decision made on the box earlier that still holds (`DecidedOffers`).
+        var decided = 0
         reply.appendASCII("{\"contents\":[")
         for request in command.requests {
-            let offer =
+            var offer =
                 property == nil
                 ? cache.hit(request.name, now: now) : cache.hit(OfferKey(request.name, property: property), now: now)
+            if offer != nil {
+                hits += 1
+            } else {
+                offer = decidedOffer(request, profile: command.profileParameters, property: property, at: stamp.epochMs)
+                if offer != nil { decided += 1 }
+            }
             if count > 1 { offers.append(offer) }
             guard let offer else { continue }
-            if hits > 0 { reply.appendASCII(",") }
-            hits += 1
+            if hits + decided > 1 { reply.appendASCII(",") }
             if command.withData {
                 offer.writeLoadResultElementWithData(&reply)
             } else {
                 reply.writeRaw(offer.loadResultElement)
             }
-            guard command.notifyDisplay else {
-                deferDisplay(of: offer, targeting: request.targeting, profileParameters: command.profileParameters)
-                continue
-            }
-            let notification = DisplayNotification.display(
-                of: offer,
-                targeting: request.targeting,
-                profileParameters: command.profileParameters,
-                timestampMs: stamp.epochMs,
-                stampedByBoxClock: stamp.byBoxClock
-            )
-            queue(notification, stampedByBoxClockAt: stamp.byBoxClock ? now : nil)
+            displayed(offer, request, command, stamp)
         }
         let misses = count - hits
         counterBox.withLock {
             $0.hits += hits
             $0.misses += misses
+            $0.onDeviceLoads += decided
         }
-        if misses == 0 {
+        if hits + decided == count {
             reply.appendASCII("]}")
             return nil
         }
@@ -247,6 +250,29 @@ public final class TargetService: Sendable {
             command: command,
             answered: count > 1 ? offers.map { $0?.resultElement(withData: command.withData) } : [nil]
         )
+    }
+
+    /// The display of an offer a load answered: its notification queued, or kept for `displayedLocations`
+    /// when the app said it notifies itself (`notifyDisplay: false`).
+    @inline(__always)
+    func displayed(
+        _ offer: CachedOffer,
+        _ request: LoadRequest,
+        _ command: LoadRequestsCommand,
+        _ stamp: (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool)
+    ) {
+        guard command.notifyDisplay else {
+            deferDisplay(of: offer, targeting: request.targeting, profileParameters: command.profileParameters)
+            return
+        }
+        let notification = DisplayNotification.display(
+            of: offer,
+            targeting: request.targeting,
+            profileParameters: command.profileParameters,
+            timestampMs: stamp.epochMs,
+            stampedByBoxClock: stamp.byBoxClock
+        )
+        queue(notification, stampedByBoxClockAt: stamp.byBoxClock ? stamp.now : nil)
     }
 
     /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
@@ -310,6 +336,8 @@ public final class TargetService: Sendable {
             outcomes = await shared()
         }
         outcomes.merge(decided) { _, local in local }
+        // When the answers are shown: the time their display notifications carry.
+        let stamp = decided.isEmpty ? nil : time.stampNow()
         var result = JSONWriter(reservingCapacity: pending.answered.reduce(64) { $0 + ($1?.count ?? 64) + 1 })
         var network = 0
         var onDevice = 0
@@ -323,15 +351,10 @@ public final class TargetService: Sendable {
                 continue
             }
             switch keys[index].flatMap({ outcomes[$0] }) ?? .failed(reason: "network") {
-            case .decided(let text, let data):
-                writeLoadResultElement(
-                    &result,
-                    name: request.name,
-                    content: text,
-                    source: "on-device",
-                    data: command.withData ? data ?? [:] : nil,
-                    trace: traced ? .some(.null) : .none
-                )
+            case .decided(let offer):
+                // A traced load is never decided on the box: no trace member to add.
+                result.writeRaw(offer.resultElement(withData: command.withData))
+                displayed(offer, request, command, stamp ?? time.stampNow())
                 onDevice += 1
             case .content(let text, let data, let trace):
                 writeLoadResultElement(
@@ -415,64 +438,71 @@ public final class TargetService: Sendable {
             return PrefetchResult(success: false, mboxes: command.mboxes.map { .init(name: $0.name, cached: false) })
         }
         // On-device decisioning decides the mboxes its artifact decides; only the others go to Target.
-        let onDevice = decideOnDevice(prefetch: mboxes, profile: profile, property: property)
+        let previewBefore = previewBox.withLock { $0.generation }
+        let onDevice = onDeviceEngine.map { decideOnDevice($0, prefetch: mboxes, profile: profile, property: property) }
         let decided = onDevice.map { decision in
             decision.response.prefetched.filter { !decision.remote.contains($0.name) }
         }
         let remote = onDevice.map { decision in mboxes.filter { decision.remote.contains($0.name) } } ?? mboxes
-        let previewNow = previewBox.withLock { $0.generation }
-        let call: @Sendable () async -> Result<DeliveryResponse, DeliveryFailure> = {
-            guard !remote.isEmpty else {
-                var none = DeliveryResponse(
-                    tntId: nil,
-                    edgeHost: nil,
-                    prefetched: [],
-                    executed: [],
-                    acknowledgedNotificationIds: []
+        var fetched: [DeliveryResponse.Mbox] = []
+        var fetchedUnderPreview = previewBefore
+        var success = true
+        if !remote.isEmpty {
+            let call: @Sendable () async -> Result<DeliveryResponse, DeliveryFailure> = {
+                await self.deliver(
+                    operation: "prefetch",
+                    prefetch: remote,
+                    execute: [],
+                    profile: profile,
+                    property: property
                 )
-                none.previewGeneration = previewNow
-                return .success(none)
             }
-            return await self.deliver(
-                operation: "prefetch",
-                prefetch: remote,
-                execute: [],
-                profile: profile,
-                property: property
+            // An app that asked for less than `target.timeout` is answered at its own deadline (not cached).
+            let answered: Result<DeliveryResponse, DeliveryFailure>
+            if let limit = command.timeout, limit < configuration.timeout {
+                answered = await within(limit, clock: clock, call) ?? .failure(.timeout)
+            } else {
+                answered = await call()
+            }
+            switch answered {
+            case .success(let response):
+                fetched = response.prefetched
+                fetchedUnderPreview = response.previewGeneration
+            case .failure:
+                success = false
+            }
+        }
+        // What the box decided is cached even when Target failed for the rest: it holds without Target.
+        let previewAfter = previewBox.withLock { $0.generation }
+        let sameVisitor = visitor.current.generation == generation
+        // (A preview Target refused ends during the call, which is then made again without it: what it fetched
+        // is the live activities', as what the box decides now would be.)
+        let decidedHolds = sameVisitor && previewAfter == previewBefore
+        let fetchedHolds = success && sameVisitor && fetchedUnderPreview == previewAfter
+        let kept = (decidedHolds ? decided ?? [] : []) + (fetchedHolds ? fetched : [])
+        success = fetchedHolds && (decided?.isEmpty ?? true || decidedHolds)
+        let now = clock.now()
+        let epoch = clock.epochMilliseconds()
+        var cachedNames = Set<String>()
+        var evicted = 0
+        for mbox in kept where !mbox.options.isEmpty {
+            evicted += cache.store(
+                CachedOffer(
+                    name: mbox.name,
+                    options: mbox.options,
+                    state: mbox.state,
+                    clickToken: mbox.clickToken,
+                    data: mbox.data,
+                    property: property,
+                    now: now,
+                    epochMs: epoch
+                )
             )
+            cachedNames.insert(mbox.name)
         }
-        // An app that asked for less than `target.timeout` is answered at its own deadline (not cached).
-        let answered: Result<DeliveryResponse, DeliveryFailure>
-        if let limit = command.timeout, limit < configuration.timeout {
-            answered = await within(limit, clock: clock, call) ?? .failure(.timeout)
-        } else {
-            answered = await call()
-        }
-        switch answered {
-        case .success(let response)
-        where visitor.current.generation == generation
-            && response.previewGeneration == previewBox.withLock({ $0.generation }):
-            let now = clock.now()
-            let epoch = clock.epochMilliseconds()
-            var cachedNames = Set<String>()
-            var evicted = 0
-            for mbox in (decided ?? []) + response.prefetched where !mbox.options.isEmpty {
-                evicted += cache.store(
-                    CachedOffer(
-                        name: mbox.name,
-                        options: mbox.options,
-                        state: mbox.state,
-                        clickToken: mbox.clickToken,
-                        data: mbox.data,
-                        property: property,
-                        now: now,
-                        epochMs: epoch
-                    )
-                )
-                cachedNames.insert(mbox.name)
-            }
+        let names = command.mboxes.map(\.name)
+        if success || !cachedNames.isEmpty {
             counterBox.withLock { $0.prefetchedMboxes += cachedNames.count }
-            let names = command.mboxes.map(\.name)
             publish(
                 .offersPrefetched,
                 [
@@ -481,13 +511,8 @@ public final class TargetService: Sendable {
                     "evicted": .integer(Int64(evicted)),
                 ]
             )
-            return PrefetchResult(
-                success: true,
-                mboxes: names.map { .init(name: $0, cached: cachedNames.contains($0)) }
-            )
-        case .success, .failure:
-            return PrefetchResult(success: false, mboxes: command.mboxes.map { .init(name: $0.name, cached: false) })
         }
+        return PrefetchResult(success: success, mboxes: names.map { .init(name: $0, cached: cachedNames.contains($0)) })
     }
 
     // MARK: clear
@@ -495,6 +520,9 @@ public final class TargetService: Sendable {
     /// Empties the cache (or drops one entry); returns how many entries were removed.
     public func clearCache(name: String? = nil) -> Int {
         let cleared = cache.clear(name: name)
+        // Decisions made on the box go too: a preview starting or ending, and an opt-out, clear through here.
+        decisionInputsChanged()
+        decidedOffers.removeAll()
         var body: JSONObject = ["cleared": .integer(Int64(cleared))]
         if let name { body["name"] = .string(name) }
         publish(.offersCleared, body)

@@ -60,6 +60,9 @@ public final class VisitorSession: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Moves after every change of the ids a decision's allocation reads (tntId, thirdPartyId, Experience
+    /// Cloud and customer ids), after the change: offers decided on the box for the old ids are not reused.
+    private let identityChanges = Atomic<Int>(0)
     private let timeout: Mutex<Duration>
     private let clock: any AgentClock
     private let file: StateFile?
@@ -122,6 +125,15 @@ public final class VisitorSession: Sendable {
         }
     }
 
+    /// Where the ids stand: a decision made after reading it holds the ids as of then or later.
+    public var identityVersion: Int {
+        identityChanges.load(ordering: .acquiring)
+    }
+
+    private func identityChanged() {
+        identityChanges.add(1, ordering: .releasing)
+    }
+
     /// The identity without touching the session (for status).
     public var current: Snapshot {
         let now = clock.now()
@@ -154,8 +166,26 @@ public final class VisitorSession: Sendable {
             state.tntId = tntId
             return tntId
         }
-        if changedTntId != nil { save() }
+        if changedTntId != nil {
+            identityChanged()
+            save()
+        }
         return refused
+    }
+
+    /// Takes the tntId on-device decisioning gave a visitor with none (`generation`'s, still without one).
+    /// Returns the identity version a decision made with it holds under: nil when it was not taken, or when
+    /// another change of the ids came after `version` was read (a decision made then may be stale).
+    public func adopt(tntId: String, generation: Int, since version: Int?) -> Int? {
+        let adopted = state.withLock { state -> Bool in
+            guard generation == state.generation, state.tntId == nil, !tntId.isEmpty else { return false }
+            state.tntId = tntId
+            return true
+        }
+        guard adopted else { return nil }
+        let moved = identityChanges.add(1, ordering: .acquiringAndReleasing)
+        save()
+        return moved.oldValue == version ? moved.newValue : nil
     }
 
     // MARK: Set by apps (AEP's setThirdPartyId, setTntId, setSessionId, resetExperience)
@@ -163,6 +193,7 @@ public final class VisitorSession: Sendable {
     /// Sets (nil: clears) the third-party id sent as `id.thirdPartyId`, and keeps it.
     public func setThirdPartyId(_ thirdPartyId: String?, saving: Bool = true) {
         state.withLock { $0.thirdPartyId = thirdPartyId }
+        identityChanged()
         if saving { save() }
     }
 
@@ -174,6 +205,7 @@ public final class VisitorSession: Sendable {
             state.tntId = tntId
             state.edgeHost = nil
         }
+        identityChanged()
         if saving { save() }
     }
 
@@ -184,6 +216,7 @@ public final class VisitorSession: Sendable {
             state.marketingCloudVisitorId = id
             if id == nil { state.customerIds = [] }
         }
+        identityChanged()
         if saving { save() }
     }
 
@@ -195,6 +228,7 @@ public final class VisitorSession: Sendable {
             state.customerIds = ids
             return true
         }
+        if done { identityChanged() }
         if done && saving { save() }
         return done
     }
@@ -215,6 +249,7 @@ public final class VisitorSession: Sendable {
         state.withLock { state in
             state = State(sessionId: RandomUUID.make(), sessionStarted: now, generation: state.generation + 1)
         }
+        identityChanged()
         save()
     }
 

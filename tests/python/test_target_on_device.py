@@ -6,7 +6,8 @@ preflight-sim (Target's Delivery API and CDN); Adobe's AB_SIMPLE artifact, read 
 import json
 
 from agent_harness import ok, request, wait_until
-from test_target_artifact import AB_SIMPLE, artifact_status, setup  # noqa: F401  (setup: the fixture)
+from test_target_artifact import (  # noqa: F401  (setup: the fixture)
+    AB_SIMPLE, artifact_status, reload_and_wait_for_fetch, setup)
 
 MAGICIAN = {"requests": [{"name": "mbox-magician", "defaultContent": "d"}]}
 
@@ -102,3 +103,44 @@ def test_an_opted_out_box_decides_nothing_on_the_box_either(setup):
     assert ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0] == {
         "name": "mbox-magician", "content": "d", "source": "default"}
     assert ok(request(agent.admin, "notifications.status"))["queued"] == 0
+
+
+def test_a_visitor_without_an_id_keeps_the_tnt_id_the_box_gave_it_and_each_load_its_own_impression(setup):
+    agent = held(setup)
+    assert ok(request(agent.app, "getTntId")) == {"tntId": None}
+    contents = [ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0] for _ in range(4)]
+    # One visitor, one experience: the first decision's tntId is kept, so every load falls alike.
+    tnt_id = ok(request(agent.app, "getTntId"))["tntId"]
+    assert tnt_id
+    assert all(c == contents[0] and c["source"] == "on-device" for c in contents), contents
+    assert ok(request(agent.admin, "stats"))["offers"]["onDeviceLoads"] == 4
+    wait_until("four impressions at Target", lambda: len(displays(setup.sim)) == 4)
+    notes = displays(setup.sim)
+    assert len({n["id"] for n in notes}) == 4 and len({n["impressionId"] for n in notes}) == 4
+    assert all(n["impressionId"] and n["parameters"] is None for n in notes), notes
+    # Sent under that visitor.
+    assert {v["tntId"] for v in setup.sim.call("GET", "/_sim/target/visitors")["requests"]} == {tnt_id}
+
+
+def test_new_rules_decide_the_next_load(setup):
+    agent = held(setup)
+    first = json.loads(ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0]["content"])
+    artifact = json.loads(AB_SIMPLE.read_text())
+    for rule in artifact["rules"]["mboxes"]["mbox-magician"]:
+        for option in rule["consequence"]["options"]:
+            option["content"] = {"doMagic": "second rules"}
+    setup.sim.call("PUT", "/_sim/target/artifact", artifact)
+    reload_and_wait_for_fetch(agent, artifact_status(agent)["lastFetchAtMs"])
+    assert artifact_status(agent)["lastFetchResult"] == "updated"
+    second = json.loads(ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0]["content"])
+    assert first["doMagic"] != "second rules"
+    assert second == {"doMagic": "second rules"}
+
+
+def test_a_hybrid_prefetch_keeps_what_the_box_decided_when_target_fails_for_the_rest(setup):
+    agent = held(setup, decisioningMethod="hybrid")
+    setup.sim.call("POST", "/_sim/faults", {"path": "/rest/v1/delivery", "status": 503})
+    result = ok(request(agent.app, "prefetch", {"mboxes": [{"name": "mbox-magician"}, {"name": "logo"}]}))
+    assert result == {"success": False, "mboxes": [{"name": "mbox-magician", "cached": True},
+                                                   {"name": "logo", "cached": False}]}
+    assert ok(request(agent.app, "loadRequests", MAGICIAN))["contents"][0]["source"] == "cache"

@@ -1,0 +1,152 @@
+import Foundation
+import PreflightCore
+import PreflightProtocol
+import Testing
+import UpstreamHTTP
+
+@testable import TargetOffers
+
+/// Loads decided on the box, answered again on the I/O thread while the same load would be decided the same
+/// way, and decided afresh as soon as anything it depends on moves.
+@Suite struct DecidedOffersTests {
+    /// 1_800_000_000_000 is the manual clock's epoch origin: `hero` is on for 5 s from then.
+    private static let artifact = Array(
+        """
+        {"version":"1.0.0","meta":{},"globalMbox":"target-global-mbox","responseTokens":["activity.id"],
+        "localMboxes":["logo","hero"],"remoteMboxes":[],"localViews":[],"remoteViews":[],
+        "rules":{"mboxes":{
+          "logo":[{"ruleKey":"1","meta":{"activity.id":1,"audience.ids":[]},"condition":true,
+            "consequence":{"name":"logo","options":[{"type":"html","content":"<b>logo</b>","eventToken":"logo-token"}],
+            "metrics":[{"type":"click","eventToken":"logo-click"}]}}],
+          "hero":[{"ruleKey":"2","meta":{"activity.id":2,"audience.ids":[]},
+            "condition":{"<=":[1800000000000,{"var":"current_timestamp"},1800000005000]},
+            "consequence":{"name":"hero","options":[{"type":"html","content":"sale","eventToken":"hero-token"}]}}]},
+          "views":{}}}
+        """.utf8
+    )
+
+    private struct Box {
+        let target: TargetService
+        let clock: ManualClock
+    }
+
+    private func box() async throws -> Box {
+        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
+        configuration.decisioningMethod = .onDevice
+        configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
+        let transport = ScriptedTransport()
+        transport.answer(HTTPResponse(status: 200, body: Self.artifact))
+        let clock = manualClock()
+        let target = TargetService(
+            configuration: configuration,
+            transport: transport,
+            stateDirectory: nil,
+            clock: clock,
+            logger: logger,
+            publish: { _, _ in }
+        )
+        #expect(await target.fetchArtifact() == .updated)
+        return Box(target: target, clock: clock)
+    }
+
+    private func load(_ name: String, notifyDisplay: Bool = true) -> LoadRequestsCommand {
+        var command = LoadRequestsCommand(requests: [LoadRequest(name: name, defaultContent: "default")])
+        command.notifyDisplay = notifyDisplay
+        return command
+    }
+
+    /// The load as the I/O thread answers it: the reply's result when answered there, else nil (a task's work).
+    private func answeredAtOnce(_ target: TargetService, _ command: LoadRequestsCommand) -> JSONValue? {
+        var reply = JSONWriter()
+        guard target.loadFromCache(command, appendingResultTo: &reply) == nil else { return nil }
+        return try? JSONReader.read(reply.bytes)
+    }
+
+    private func loadInTask(_ target: TargetService, _ command: LoadRequestsCommand) async throws -> JSONValue {
+        var reply = JSONWriter()
+        let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
+        return try JSONReader.read(await target.completeLoad(pending))
+    }
+
+    /// The first element of a load's `contents`.
+    private func element(_ result: JSONValue) -> JSONValue? {
+        result["contents"]?.arrayValue?.first
+    }
+
+    private func queued(_ target: TargetService) -> [JSONObject] {
+        target.notifications.take(max: 100).compactMap { try? JSONReader.read($0.encoded).objectValue }
+    }
+
+    @Test func aDecisionIsAnsweredAgainAtOnceWithItsOwnNotification() async throws {
+        let box = try await box()
+        let target = box.target
+        let first = try await loadInTask(target, load("logo"))
+        #expect(element(first)?["source"] == "on-device" && element(first)?["content"] == "<b>logo</b>")
+        let again = try #require(answeredAtOnce(target, load("logo")))
+        #expect(again == first)
+        // Two displays, each the notification Adobe's engines send for an executed mbox.
+        let notifications = queued(target)
+        #expect(notifications.count == 2)
+        for notification in notifications {
+            #expect(notification["type"] == "display" && notification["tokens"] == ["logo-token"])
+            #expect(notification["mbox"] == ["name": "logo"] && notification["impressionId"]?.stringValue != nil)
+            #expect(notification["parameters"] == nil && notification["profileParameters"] == nil)
+        }
+        #expect(target.counters.onDeviceLoads == 2 && target.counters.misses == 2 && target.counters.hits == 0)
+        // The click metric of the decision is remembered for clickedLocation.
+        guard case .success = target.clickedLocation(ClickedLocationCommand(name: "logo")) else {
+            Issue.record("no click metric remembered")
+            return
+        }
+    }
+
+    @Test func aNewVisitorIdOrClearedOffersOrNewRulesDecideAfresh() async throws {
+        let box = try await box()
+        let target = box.target
+        // A visitor with no id takes the engine's tntId, which is then what allocation reads.
+        _ = try await loadInTask(target, load("logo"))
+        #expect(target.visitor.current.tntId != nil)
+        #expect(answeredAtOnce(target, load("logo")) != nil)
+
+        target.visitor.setThirdPartyId("household-7", saving: false)
+        _ = try await loadInTask(target, load("logo"))
+        #expect(answeredAtOnce(target, load("logo")) != nil)
+
+        _ = target.clearCache()
+        _ = try await loadInTask(target, load("logo"))
+        #expect(answeredAtOnce(target, load("logo")) != nil)
+
+        #expect(await target.fetchArtifact() == .updated)
+        _ = try await loadInTask(target, load("logo"))
+
+        var serverSide = target.configuration
+        serverSide.decisioningMethod = .serverSide
+        target.update(configuration: serverSide)
+        #expect(answeredAtOnce(target, load("logo")) == nil)
+    }
+
+    @Test func aDecisionHoldsOnlyWhileTheRulesDecideTheSame() async throws {
+        let box = try await box()
+        let target = box.target
+        box.clock.advance(by: .seconds(4))
+        let during = try await loadInTask(target, load("hero"))
+        #expect(element(during)?["content"] == "sale")
+        #expect(answeredAtOnce(target, load("hero")) == during)
+        // Past the activity's end: decided again, to the default.
+        box.clock.advance(by: .seconds(2))
+        let after = try await loadInTask(target, load("hero"))
+        #expect(element(after)?["source"] == "default")
+    }
+
+    @Test func anAppThatNotifiesItselfGetsNoNotificationUntilItSaysSo() async throws {
+        let box = try await box()
+        let target = box.target
+        _ = try await loadInTask(target, load("logo", notifyDisplay: false))
+        #expect(answeredAtOnce(target, load("logo", notifyDisplay: false)) != nil)
+        #expect(queued(target).isEmpty)
+        let done = target.displayedLocations(DisplayedLocationsCommand(names: ["logo"]))
+        #expect(done.notified == ["logo"])
+        let notifications = queued(target)
+        #expect(notifications.count == 1 && notifications.first?["impressionId"] != nil)
+    }
+}
