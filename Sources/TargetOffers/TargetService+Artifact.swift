@@ -15,6 +15,11 @@ extension TargetService {
     /// What `status` shows of it.
     public var artifactStatus: ArtifactStatus { artifactBox.withLock { $0.status } }
 
+    /// The largest artifact read: Target's artifacts grow with the account's on-device activities (Adobe's
+    /// sample with 152 rules is 750 KB), past the 4 MiB cap of API answers; one many times larger than this
+    /// would not fit a box's memory once read.
+    public static let artifactMaxBytes = 32 << 20
+
     /// Asks the poller to fetch at its next turn (a reload: a technician's way to fetch now).
     public func requestArtifactFetch() {
         artifactFetchRequested.store(true, ordering: .relaxed)
@@ -49,6 +54,13 @@ extension TargetService {
                         using: &generator
                     ).map { clock.now() + $0 }
                 }
+            } else if readDisk {
+                // Back to server-side: the rules are let go (an artifact read is several times its size in
+                // memory); switching back reads the kept copy again, then fetches.
+                readDisk = false
+                due = clock.now()
+                artifactBox.withLock { $0 = HeldArtifact() }
+                decisionInputsChanged()
             }
             try? await Task.sleep(for: .milliseconds(200))
         }
@@ -65,7 +77,13 @@ extension TargetService {
         }
         var headers: [(name: String, value: String)] = [("User-Agent", configuration.device.userAgent)]
         if holding, let etag { headers.append(("If-None-Match", etag)) }
-        let request = HTTPRequest(method: "GET", url: url, headers: headers, timeout: .seconds(30))
+        let request = HTTPRequest(
+            method: "GET",
+            url: url,
+            headers: headers,
+            timeout: .seconds(30),
+            maxResponseBytes: Self.artifactMaxBytes
+        )
         let started = time.epochMilliseconds()
         let answer: ArtifactPolling.Answer
         var body: [UInt8] = []

@@ -10,23 +10,29 @@ public struct HTTPRequest: Sendable, Hashable {
     public var body: [UInt8]
     /// The whole exchange (connect, send, headers and body) must finish within this.
     public var timeout: Duration
+    /// The largest response body this request may read, when not the transport's own cap (a rules artifact
+    /// may be larger than any API answer).
+    public var maxResponseBytes: Int?
 
     public init(
         method: String,
         url: String,
         headers: [(name: String, value: String)] = [],
         body: [UInt8] = [],
-        timeout: Duration
+        timeout: Duration,
+        maxResponseBytes: Int? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
     }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
+            && lhs.maxResponseBytes == rhs.maxResponseBytes
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
             && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }

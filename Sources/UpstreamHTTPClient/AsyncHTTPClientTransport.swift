@@ -35,6 +35,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             outgoing.body = .bytes(ByteBuffer(bytes: request.body))
         }
         let deadline = NIODeadline.now() + .milliseconds(request.timeout.milliseconds)
+        let maxResponseBytes = request.maxResponseBytes ?? self.maxResponseBytes
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
             var headers: [String: String] = [:]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_harness import Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent, wait_until
+from test_reload import rewrite_config
 
 ADOBE_ARTIFACTS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "target-sdk-testing" / "artifacts"
 AB_SIMPLE = ADOBE_ARTIFACTS / "TEST_ARTIFACT_AB_SIMPLE.json"
@@ -176,3 +177,34 @@ def test_the_obfuscated_form_is_read_with_the_organization_id(setup):
                         artifactURL=f"{setup.sim.url}/acme/production/v1/rules.bin")
     wait_until("a failed fetch", lambda: artifact_status(agent)["lastFetchResult"] is not None, timeout=30)
     assert (artifact_status(agent)["version"], artifact_status(agent)["source"]) == ("1.4.0", "disk")
+
+
+def test_an_artifact_larger_than_any_api_answer_is_read_and_a_huge_one_refused(setup):
+    # Past the 4 MiB cap of API answers: an account with many on-device activities.
+    large = small_artifact(version="1.6.0")
+    large["meta"]["padding"] = "x" * (6 << 20)
+    agent, _ = first_fetch(setup, large)
+    assert artifact_status(agent)["version"] == "1.6.0"
+    # Past 32 MiB the body is not read: the rules held stay.
+    setup.sim.call("POST", "/_sim/faults", {"path": "/acme/production/v1/rules.json", "oversizedBytes": 33 << 20})
+    status = reload_and_wait_for_fetch(agent, artifact_status(agent)["lastFetchAtMs"])
+    assert status["lastFetchResult"] == "networkError", status
+    assert "over 33554432 bytes" in status["lastFetchError"]
+    assert status["version"] == "1.6.0"
+
+
+def test_server_side_lets_the_rules_go_and_switching_back_reads_the_kept_copy(setup):
+    agent, etag = first_fetch(setup, small_artifact(version="1.5.0"))
+    fetched = artifact_status(agent)["lastFetchAtMs"]
+    for method in ("server-side", "on-device"):
+        rewrite_config(agent, lambda config: config["target"].update({"decisioningMethod": method}))
+        agent.process.send_signal(signal.SIGHUP)
+        wait_until(f"{method} applied", lambda: artifact_status(agent)["decisioningMethod"] == method)
+        if method == "server-side":
+            wait_until("the rules let go", lambda: artifact_status(agent)["version"] is None)
+    wait_until("a fetch after switching back", lambda: (artifact_status(agent)["lastFetchAtMs"] or 0) > fetched,
+               timeout=30)
+    status = artifact_status(agent)
+    # Read again from the state directory, then confirmed by a 304.
+    assert (status["version"], status["etag"], status["source"], status["lastFetchResult"]) == (
+        "1.5.0", etag, "disk", "notModified")
