@@ -30,8 +30,10 @@ enum Allocation {
             return JavaScript.toString(marketingCloud)
         }
         if case .string(let tntId) = id["tntId"], !tntId.isEmpty {
-            let head = tntId.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            if !head.isEmpty { return String(head) }
+            // Up to the first ".", by bytes (the location hint follows it).
+            let utf8 = tntId.utf8
+            let head = utf8[..<(utf8.firstIndex(of: UInt8(ascii: ".")) ?? utf8.endIndex)]
+            if !head.isEmpty { return String(Substring(head)) }
         }
         if let thirdParty = id["thirdPartyId"], JavaScript.isTruthy(thirdParty) {
             return JavaScript.toString(thirdParty)

@@ -113,7 +113,7 @@ struct DetailContext: Sendable {
 
     /// A key with a dot that neither starts nor ends it, and no two dots in a row.
     private static func isExpandable(_ key: String) -> Bool {
-        key.contains(".") && !key.contains("..") && !key.hasPrefix(".") && !key.hasSuffix(".")
+        JavaScript.includes(key, ".") && !JavaScript.includes(key, "..") && !key.hasPrefix(".") && !key.hasSuffix(".")
     }
 
     /// `setNestedValue`. A truthy non-object already in the way makes JavaScript throw; the key is

@@ -363,3 +363,28 @@ extension JavaScript {
         return indices.sorted { $0.0 < $1.0 }.map(\.1) + others
     }
 }
+
+extension JavaScript {
+    /// `text.indexOf(ascii) !== -1` for an ASCII needle: a byte search, as JavaScript compares code units.
+    /// (`String.contains` compares Characters, grapheme by grapheme: about a hundred times the work for an
+    /// offer's content, and it misses a `{` that a combining mark follows, where JavaScript finds it.)
+    static func includes(_ text: String, _ ascii: StaticString) -> Bool {
+        let needle = UnsafeBufferPointer(start: ascii.utf8Start, count: ascii.utf8CodeUnitCount)
+        guard let first = needle.first else { return true }
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= needle.count else { return false }
+            var index = 0
+            let last = bytes.count - needle.count
+            while index <= last {
+                if bytes[index] == first {
+                    var matched = 1
+                    while matched < needle.count, bytes[index + matched] == needle[matched] { matched += 1 }
+                    if matched == needle.count { return true }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+}

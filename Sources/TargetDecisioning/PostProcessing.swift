@@ -109,7 +109,7 @@ enum PostProcessing {
 enum Macros {
     /// Content that is not a string stays as it is.
     static func replace(_ content: JSONValue?, meta: JSONObject, detail: JSONObject) -> JSONValue? {
-        guard case .string(let text) = content, text.contains("${") else { return content }
+        guard case .string(let text) = content, JavaScript.includes(text, "${") else { return content }
         let units = Array(text.utf16)
         var result: [UInt16] = []
         result.reserveCapacity(units.count)

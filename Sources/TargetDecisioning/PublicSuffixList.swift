@@ -100,7 +100,7 @@ struct PublicSuffixList: Sendable {
     /// `psl`'s `handlePunycode`: a name written with `xn--` labels gets its domain and subdomain back
     /// in ASCII form.
     private func punycoded(_ parsed: Parsed, _ name: String) -> Parsed {
-        guard name.contains("xn--") else { return parsed }
+        guard JavaScript.includes(name, "xn--") else { return parsed }
         var result = parsed
         result.domain = parsed.domain.map(Punycode.asciiDomain)
         result.subdomain = parsed.subdomain.map(Punycode.asciiDomain)

@@ -1,3 +1,4 @@
+import DequeModule
 import PreflightProtocol
 import Synchronization
 
@@ -11,8 +12,10 @@ import Synchronization
 /// decide the same (`DecisioningEngine.stableSpan`). A load answered from here is still an on-device
 /// decision: it says `"source":"on-device"` and queues the display notification the engine would.
 ///
-/// Bounded: past `capacity` entries an arbitrary one goes (an app that sends a fresh parameter with every
-/// load only ever decides in a task).
+/// Bounded: past `capacity` entries the oldest goes (an app that sends a fresh parameter with every load
+/// only ever decides in a task). Oldest first, not whichever the dictionary lists first: that one is always
+/// in the lowest bucket, and evicting from the low end packs the rest into one long probe run at the high
+/// end (a profile of new decisions showed about a hundred key comparisons per lookup).
 final class DecidedOffers: Sendable {
     /// What a decision depends on besides the time: the request as the agent builds it from these.
     struct Key: Hashable, Sendable {
@@ -38,14 +41,19 @@ final class DecidedOffers: Sendable {
 
     static let capacity = 512
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    private struct State: Sendable {
+        var entries: [Key: Entry] = [:]
+        /// The keys of `entries`, oldest first.
+        var order = Deque<Key>()
+    }
 
-    /// The offer decided for `key`, if it still holds at `epochMs` under `inputs`.
+    private let state = Mutex(State())
+
+    /// The offer decided for `key`, if it still holds at `epochMs` under `inputs`. (One that no longer holds
+    /// stays until the next decision for its key replaces it, or it is the oldest.)
     func offer(for key: Key, at epochMs: Int64, inputs: Inputs) -> CachedOffer? {
-        entries.withLock { entries in
-            guard let entry = entries[key] else { return nil }
-            guard entry.inputs == inputs, entry.span.contains(epochMs) else {
-                entries[key] = nil
+        state.withLock { state in
+            guard let entry = state.entries[key], entry.inputs == inputs, entry.span.contains(epochMs) else {
                 return nil
             }
             return entry.offer
@@ -55,19 +63,22 @@ final class DecidedOffers: Sendable {
     /// Keeps `offer`, decided under `inputs`, for `span` (nothing when the span is empty).
     func keep(_ offer: CachedOffer, for key: Key, span: Range<Int64>, inputs: Inputs) {
         guard !span.isEmpty else { return }
-        entries.withLock { entries in
-            if entries[key] == nil, entries.count >= Self.capacity, let any = entries.keys.first {
-                entries[any] = nil
+        let entry = Entry(offer: offer, span: span, inputs: inputs)
+        state.withLock { state in
+            if state.entries.updateValue(entry, forKey: key) == nil {
+                state.order.append(key)
+                if state.order.count > Self.capacity, let oldest = state.order.popFirst() {
+                    state.entries[oldest] = nil
+                }
             }
-            entries[key] = Entry(offer: offer, span: span, inputs: inputs)
         }
     }
 
     func removeAll() {
-        entries.withLock { $0.removeAll() }
+        state.withLock { $0 = State() }
     }
 
     var count: Int {
-        entries.withLock { $0.count }
+        state.withLock { $0.entries.count }
     }
 }

@@ -227,3 +227,16 @@ import Testing
         #expect(JavaScript.propertyOrder(["home", "2", "contact", "1", "01"]) == ["1", "2", "home", "contact", "01"])
     }
 }
+
+@Suite struct JavaScriptIncludesTests {
+    @Test func findsASCIIByCodeUnitsAsIndexOfDoes() {
+        #expect(JavaScript.includes("<b>${mbox.name}</b>", "${"))
+        #expect(!JavaScript.includes("<b>$ {x}</b>", "${"))
+        #expect(JavaScript.includes("ab", ""))
+        #expect(!JavaScript.includes("$", "${"))
+        #expect(JavaScript.includes("xx.xn--p1ai", "xn--"))
+        // A combining mark after "{": one Character "{́" for String.contains, two code units for JavaScript.
+        #expect(JavaScript.includes("${\u{301}x}", "${"))
+        #expect(JavaScript.includes("é${", "${"))
+    }
+}

@@ -150,3 +150,38 @@ import UpstreamHTTP
         #expect(notifications.count == 1 && notifications.first?["impressionId"] != nil)
     }
 }
+
+@Suite struct DecidedOffersBoundTests {
+    @Test func theOldestGoesPastTheCapacity() {
+        let kept = DecidedOffers()
+        let inputs = DecidedOffers.Inputs(service: 0, identity: 0)
+        func key(_ index: Int) -> DecidedOffers.Key {
+            DecidedOffers.Key(
+                name: "hero",
+                targeting: MboxTargeting(mboxParameters: [Parameter("n", "\(index)")]),
+                profile: [],
+                property: nil
+            )
+        }
+        let offer = CachedOffer(
+            name: "hero",
+            options: [OfferOption(type: "html", content: "x", eventToken: "t")],
+            state: nil,
+            now: .now,
+            epochMs: 0,
+            decidedOnDevice: true
+        )
+        for index in 0..<(DecidedOffers.capacity + 10) {
+            kept.keep(offer, for: key(index), span: 0..<10, inputs: inputs)
+            // Kept again: replaced, not counted twice.
+            kept.keep(offer, for: key(index), span: 0..<10, inputs: inputs)
+        }
+        #expect(kept.count == DecidedOffers.capacity)
+        #expect(kept.offer(for: key(9), at: 5, inputs: inputs) == nil)
+        #expect(kept.offer(for: key(10), at: 5, inputs: inputs) != nil)
+        #expect(kept.offer(for: key(DecidedOffers.capacity + 9), at: 5, inputs: inputs) != nil)
+        // Outside its span, or under other inputs, it does not answer.
+        #expect(kept.offer(for: key(10), at: 10, inputs: inputs) == nil)
+        #expect(kept.offer(for: key(10), at: 5, inputs: DecidedOffers.Inputs(service: 1, identity: 0)) == nil)
+    }
+}
