@@ -60,7 +60,7 @@ let package = Package(
         // and the time (no network, no clock, no ZeroMQ), so it is tested against Adobe's conformance cases alone.
         .target(
             name: "TargetDecisioning",
-            dependencies: ["PreflightProtocol"],
+            dependencies: ["PreflightCore", "PreflightProtocol"],
             swiftSettings: strictSettings
         ),
         .target(

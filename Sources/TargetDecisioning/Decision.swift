@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 
 /// The account a decision is made for (the SDKs' client configuration).
@@ -37,7 +38,7 @@ public struct DecisionOptions {
         sessionId: String? = nil,
         locationHint: String? = nil,
         artifactTrace: JSONObject = JSONObject(),
-        makeIdentifier: @escaping () -> String = RandomIdentifier.uuid
+        makeIdentifier: @escaping () -> String = RandomUUID.make
     ) {
         self.sessionId = sessionId
         self.locationHint = locationHint
@@ -105,30 +106,5 @@ public struct Decision: Sendable {
     /// target-tools' `formatDecimal`: telemetry times keep two decimals.
     private static func twoDecimals(_ value: Double) -> Double {
         JavaScript.round(value * 100) / 100
-    }
-}
-
-/// Random identifiers for notifications and new visitors: UUID version 4 strings, lowercase.
-@usableFromInline
-enum RandomIdentifier {
-    @usableFromInline
-    static func uuid() -> String {
-        // Two draws from the system generator (each is a system call), not one per byte.
-        var generator = SystemRandomNumberGenerator()
-        let high = generator.next()
-        let low = generator.next()
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (8 * $0)) }
-        bytes += (0..<8).map { UInt8(truncatingIfNeeded: low >> (8 * $0)) }
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

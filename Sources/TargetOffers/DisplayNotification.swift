@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 
 /// A notification for Target: a prefetched mbox was shown (`display`), or an offer was clicked (`click`).

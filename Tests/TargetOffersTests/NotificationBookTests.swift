@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import StateFiles
 import Testing
