@@ -221,7 +221,8 @@ public struct DeliveryResponse: Sendable {
     public var edgeHost: String?
     public var prefetched: [Mbox]
     public var executed: [Mbox]
-    public var acknowledgedNotificationIds: Set<String>
+    /// The ids of the notifications Target confirmed, in its order.
+    public var acknowledgedNotificationIds: [String]
     /// The `QAPreview.generation` the request was sent under: its offers are the preview's of that one.
     public var previewGeneration = 0
 }
@@ -314,9 +315,7 @@ extension DeliveryResponse {
             edgeHost: body["edgeHost"]?.stringValue,
             prefetched: mboxes(body["prefetch"]?["mboxes"]),
             executed: mboxes(body["execute"]?["mboxes"]),
-            acknowledgedNotificationIds: Set(
-                (body["notifications"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
-            )
+            acknowledgedNotificationIds: (body["notifications"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
         )
     }
 

@@ -84,19 +84,33 @@ struct NotificationBook: Sendable {
 
     /// Settles a batch Target answered: acknowledged ids leave; any other goes back to the front to be
     /// sent again. Clears the backoff. Returns the confirmed ids, for the journal.
-    mutating func complete(_ batch: [DisplayNotification], acknowledged: Set<String>) -> [String] {
+    ///
+    /// `acknowledged` is in Target's order, which is the request's when it confirms the whole batch: then
+    /// the ids are compared in place, with no set to build and hash (once per display notification).
+    mutating func complete(_ batch: [DisplayNotification], acknowledged: [String]) -> [String] {
         var unconfirmed: [DisplayNotification] = []
         var confirmed: [String] = []
-        for notification in batch {
-            let live = inFlight.removeValue(forKey: notification.id) != nil
-            if acknowledged.contains(notification.id) {
+        confirmed.reserveCapacity(batch.count)
+        if acknowledged.count == batch.count, zip(batch, acknowledged).allSatisfy({ $0.id == $1 }) {
+            for notification in batch {
+                inFlight.removeValue(forKey: notification.id)
                 confirmed.append(notification.id)
-            } else if live {
-                unconfirmed.append(notification)
+            }
+        } else {
+            let acknowledged = Set(acknowledged)
+            for notification in batch {
+                let live = inFlight.removeValue(forKey: notification.id) != nil
+                if acknowledged.contains(notification.id) {
+                    confirmed.append(notification.id)
+                } else if live {
+                    unconfirmed.append(notification)
+                }
             }
         }
         counters.sent += confirmed.count
-        for id in confirmed { suspects.remove(id) }
+        if !suspects.isEmpty {
+            for id in confirmed { suspects.remove(id) }
+        }
         pending.prepend(contentsOf: unconfirmed)
         consecutiveFailures = 0
         retryAt = nil

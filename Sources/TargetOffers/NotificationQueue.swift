@@ -120,7 +120,7 @@ public final class NotificationQueue: Sendable {
 
     /// Settles a batch after Target answered: acknowledged ids leave the queue and the journal; any
     /// other goes back to the front to be sent again.
-    public func complete(_ batch: [DisplayNotification], acknowledged: Set<String>) {
+    public func complete(_ batch: [DisplayNotification], acknowledged: [String]) {
         guard !batch.isEmpty else { return }
         state.withLock { state in
             state.journal.acknowledge(state.book.complete(batch, acknowledged: acknowledged))

@@ -46,6 +46,14 @@ import Testing
         #expect(book.summary.counters.droppedOverflow == 1 && book.summary.counters.queued == 3)
     }
 
+    @Test func aWholeBatchIsConfirmedInTargetsOrderOrAnyOther() {
+        var book = NotificationBook(capacity: 10)
+        for id in ["a", "b", "c", "d"] { _ = book.enqueue(notification(id)) }
+        #expect(book.complete(book.take(max: 2), acknowledged: ["a", "b"]) == ["a", "b"])
+        #expect(book.complete(book.take(max: 2), acknowledged: ["d", "c"]) == ["c", "d"])
+        #expect(book.isIdle && book.summary.counters.sent == 4)
+    }
+
     @Test func unconfirmedAndFailedBatchesGoBackInFrontOfNewerOnes() {
         var book = NotificationBook(capacity: 10)
         for id in ["a", "b", "c"] { _ = book.enqueue(notification(id)) }
