@@ -45,7 +45,11 @@ struct NotificationBook: Sendable {
         counters.queued += 1
         var dropped: [String] = []
         while liveCount > capacity, !pending.isEmpty {
-            dropped.append(pending.removeFirst().id)
+            let oldest = pending.removeFirst().id
+            // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
+            // batch for good (nothing would ever send it again to clear it).
+            if !suspects.isEmpty { suspects.remove(oldest) }
+            dropped.append(oldest)
             counters.droppedOverflow += 1
         }
         return dropped

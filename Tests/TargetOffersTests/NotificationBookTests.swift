@@ -46,6 +46,16 @@ import Testing
         #expect(book.summary.counters.droppedOverflow == 1 && book.summary.counters.queued == 3)
     }
 
+    @Test func aSuspectDroppedForOverflowNoLongerHoldsBackRideAlongBatches() {
+        var book = NotificationBook(capacity: 2)
+        _ = book.enqueue(notification("a"))
+        book.suspect(book.take(max: 1, ride: true, property: nil))
+        #expect(book.take(max: 1, ride: true, property: nil).isEmpty)  // held back while "a" is a suspect
+        _ = book.enqueue(notification("b"))
+        #expect(book.enqueue(notification("c")) == ["a"])
+        #expect(book.take(max: 1, ride: true, property: nil).map(\.id) == ["b"])
+    }
+
     @Test func aWholeBatchIsConfirmedInTargetsOrderOrAnyOther() {
         var book = NotificationBook(capacity: 10)
         for id in ["a", "b", "c", "d"] { _ = book.enqueue(notification(id)) }
