@@ -47,7 +47,7 @@ extension TargetService {
         guard !prefetch.isEmpty || !execute.isEmpty, let engine = onDeviceEngine else { return nil }
         let configuration = self.configuration
         let identity = visitor.current
-        let body = DeliveryCodec(configuration: configuration).requestBody(
+        var body = DeliveryCodec(configuration: configuration).requestBody(
             prefetch: prefetch,
             execute: execute,
             profileParameters: profile,
@@ -55,6 +55,7 @@ extension TargetService {
             visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
         )
+        let geo = geoForDecision(&body, engine: engine)
         let remote = Set(engine.remoteDependency(for: body).mboxes)
         let propertyToken = property ?? configuration.propertyToken
         let stamp = time.stampNow()
@@ -67,6 +68,7 @@ extension TargetService {
                 telemetryEnabled: false
             ),
             nowMs: stamp.epochMs,
+            geo: geo,
             options: DecisionOptions(sessionId: identity.sessionId)
         )
         for item in decision.notifications {

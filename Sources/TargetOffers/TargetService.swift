@@ -100,6 +100,10 @@ public final class TargetService: Sendable {
     let stateDirectory: String?
     /// Set by a reload: the artifact is fetched at the poller's next turn.
     let artifactFetchRequested = Atomic<Bool>(false)
+    /// Where the geo service locates the box, for artifacts that target by geo (`TargetService+Geo`).
+    let geoBox = Mutex(HeldGeo())
+    /// Set by a reload: the location is looked up at the geo poller's next turn.
+    let geoFetchRequested = Atomic<Bool>(false)
 
     public init(
         configuration: TargetConfiguration,
