@@ -156,17 +156,47 @@ extension CommandDispatcher {
                 "target": targetHealth(configuration),
                 "pass": passHealth(configuration, passSnapshot),
             ],
-            "target": [
-                "cache": cacheResult(),
-                "preview": previewResult(),
-                "visitor": visitorResult(),
-                "notifications": notificationsResult(),
-                "loads": loadsResult(),
-                "privacy": privacyResult(),
-                "artifact": artifactResult(configuration),
-            ],
+            "target": targetResult(configuration),
             "pass": passSummary(passSnapshot),
         ]
+    }
+
+    private func targetResult(_ configuration: AgentConfiguration) -> JSONValue {
+        var result: JSONObject = [
+            "cache": cacheResult(),
+            "preview": previewResult(),
+            "visitor": visitorResult(),
+            "notifications": notificationsResult(),
+            "loads": loadsResult(),
+            "privacy": privacyResult(),
+            "artifact": artifactResult(configuration),
+        ]
+        if configuration.target.decisioningMethod != DecisioningMethod.serverSide.rawValue {
+            result["geo"] = geoResult(configuration)
+        }
+        return .object(result)
+    }
+
+    /// Where Target's geo service located the box, as on-device decisions of geo-targeted rules see it.
+    func geoResult(_ configuration: AgentConfiguration) -> JSONValue {
+        let status = target.geoStatus
+        let answer = status.answer
+        func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+        func milliseconds(_ value: Int64?) -> JSONValue { value.map { .integer($0) } ?? .null }
+        func degrees(_ value: Double?) -> JSONValue { value.map { .number($0) } ?? .null }
+        var result = JSONObject()
+        result["url"] = .string(configuration.target.effectiveGeoURL)
+        result["targetsByGeo"] = .bool(target.artifact?.geoTargetingEnabled ?? false)
+        result["city"] = text(answer?.city)
+        result["regionCode"] = text(answer?.regionCode)
+        result["countryCode"] = text(answer?.countryCode)
+        result["latitude"] = degrees(answer?.latitude)
+        result["longitude"] = degrees(answer?.longitude)
+        result["source"] = text(status.source?.rawValue)
+        result["fetchedAtMs"] = milliseconds(status.fetchedAtMs)
+        result["lastFetchAtMs"] = milliseconds(status.lastFetchAtMs)
+        result["lastFetchError"] = text(status.lastFetchError)
+        return .object(result)
     }
 
     /// The rules artifact for on-device decisioning: what is held, and how the last fetch went.

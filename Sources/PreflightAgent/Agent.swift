@@ -66,6 +66,7 @@ public final class Agent: Sendable {
             UpstreamTransportService(transport: transport),
             NotificationSenderService(target: target, logger: logger),
             ArtifactPollerService(target: target),
+            GeoPollerService(target: target),
             PassBackgroundService(pass: pass),
             requestWork,
             IPCService(agent: self),
@@ -255,6 +256,8 @@ public final class Agent: Sendable {
         target.update(configuration: next.target.serviceConfiguration)
         // A reload fetches the rules artifact at once (how a technician asks for the newest rules).
         target.requestArtifactFetch()
+        // And looks the box's location up again (when the rules held target by geo).
+        target.requestGeoFetch()
         pass.update(configuration: next.pass.serviceConfiguration)
         server.setLimits(next.admissionLimits)
         logger.info("configuration reloaded", metadata: ["file": "\(path)"])

@@ -81,6 +81,20 @@ struct ArtifactPollerService: AgentService {
     }
 }
 
+/// Where Target's geo service locates the box, for rules artifacts that target by geo: read from the state
+/// directory, looked up when such an artifact is adopted, every `target.artifactPollingInterval` and on
+/// reload, with back-off after failures. A service of its own: a slow geo service must not hold up the
+/// artifact's polling.
+struct GeoPollerService: AgentService {
+    static let name = "Target geo poller"
+
+    let target: TargetService
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await target.runGeoPolling() }
+    }
+}
+
 /// Adobe Pass's background work: registration, token and each requestor's configuration, retried
 /// until they succeed, and token refresh.
 struct PassBackgroundService: AgentService {

@@ -84,6 +84,11 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var artifactFormat = "json"
         /// Seconds between fetches of the artifact; 0: at start and on reload only.
         public var artifactPollingInterval: Double = 300
+        /// Target's geo service; absent means Adobe's (`GeoPolling.defaultURL`).
+        public var geoURL: String?
+
+        /// The geo service's address in effect.
+        public var effectiveGeoURL: String { geoURL ?? GeoPolling.defaultURL }
 
         /// The artifact's address in effect.
         public var effectiveArtifactURL: String {
@@ -341,6 +346,7 @@ extension AgentConfiguration.Target {
         configuration.artifactPollingInterval =
             artifactPollingInterval == 0 ? nil : .milliseconds(Int64(artifactPollingInterval * 1000))
         configuration.organizationId = organizationId
+        configuration.geoURL = effectiveGeoURL
         return configuration
     }
 }

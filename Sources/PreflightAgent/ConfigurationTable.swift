@@ -334,6 +334,18 @@ extension AgentConfiguration {
                 + "start and on reload only. A reload (SIGHUP) fetches at once",
             default: "300 (5 min)"
         ),
+        ConfigurationKey(
+            .target,
+            "geoURL",
+            \.target.geoURL,
+            .url,
+            .applies,
+            "Target's geo service, asked (without the box's address: it locates the caller) where the box is when "
+                + "the rules artifact targets by geo; looked up when such an artifact arrives, on the artifact's "
+                + "polling interval and on reload",
+            default: "`\(GeoPolling.defaultURL)`",
+            display: { .string($0.target.effectiveGeoURL) }
+        ),
     ]
 
     private static let passKeys: [ConfigurationKey] = [

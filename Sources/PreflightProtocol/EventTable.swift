@@ -11,6 +11,7 @@ public enum EventTopic: String, CaseIterable, Sendable {
     case targetReset = "target.reset"
     case targetPrivacy = "target.privacy"
     case artifactUpdated = "artifact.updated"
+    case geoUpdated = "geo.updated"
     case upstreamError = "upstream.error"
     case upstreamDown = "upstream.down"
     case upstreamUp = "upstream.up"
@@ -50,6 +51,11 @@ public enum EventTopic: String, CaseIterable, Sendable {
             (
                 "`version`, `rules` (count), `etag`",
                 "a new Target rules artifact was downloaded and now decides (on-device decisioning)"
+            )
+        case .geoUpdated:
+            (
+                "`city`, `regionCode`, `countryCode` (each null when the geo service did not say)",
+                "Target's geo service located the box somewhere new (on-device decisioning of geo-targeted rules)"
             )
         case .upstreamError:
             ("`service` (target or pass), `operation`, `code`, and `message` or `status`", "an upstream call failed")

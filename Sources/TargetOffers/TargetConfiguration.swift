@@ -36,6 +36,8 @@ public struct TargetConfiguration: Sendable, Equatable {
     public var artifactPollingInterval: Duration? = .seconds(300)
     /// The Experience Cloud organization (`target.organizationId`): the key of `rules.bin`.
     public var organizationId = ""
+    /// Target's geo service (`target.geoURL`), asked where the box is when the artifact targets by geo.
+    public var geoURL = GeoPolling.defaultURL
 
     /// The Delivery API of an account when no server is configured: `https://{clientCode}.tt.omtrdc.net`.
     public static func defaultServerURL(clientCode: String) -> String {

@@ -91,7 +91,7 @@ extension TargetService {
     ) -> OnDeviceDecision {
         let configuration = self.configuration
         let identity = visitor.current
-        let body = DeliveryCodec(configuration: configuration).requestBody(
+        var body = DeliveryCodec(configuration: configuration).requestBody(
             prefetch: prefetch,
             execute: execute,
             profileParameters: profile,
@@ -99,6 +99,7 @@ extension TargetService {
             visitor: identity,
             timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60
         )
+        let geo = geoForDecision(&body, engine: engine)
         let remote = Set(engine.remoteDependency(for: body).mboxes)
         let propertyToken = property ?? configuration.propertyToken
         let epochMs = time.stampNow().epochMs
@@ -111,6 +112,7 @@ extension TargetService {
                 telemetryEnabled: false
             ),
             nowMs: epochMs,
+            geo: geo,
             options: DecisionOptions(sessionId: identity.sessionId)
         )
         let response = DeliveryResponse.reading(decision.response)

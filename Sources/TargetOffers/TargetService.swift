@@ -105,6 +105,10 @@ public final class TargetService: Sendable {
     /// Moves after every change a decision on the box depends on, other than the visitor's ids: the artifact,
     /// the configuration, geo, privacy, a preview, cleared offers (`DecidedOffers.Inputs`).
     let decisionInputs = Atomic<Int>(0)
+    /// Where the geo service locates the box, for artifacts that target by geo (`TargetService+Geo`).
+    let geoBox = Mutex(HeldGeo())
+    /// Set by a reload: the location is looked up at the geo poller's next turn.
+    let geoFetchRequested = Atomic<Bool>(false)
 
     public init(
         configuration: TargetConfiguration,

@@ -87,6 +87,9 @@ struct Status: AgentCommand {
             {
                 rows.append(("Target rules", artifactSummary(artifact, method: method, now: agentNow)))
             }
+            if let geo = target["geo"], geo.objectValue != nil {
+                rows.append(("Target location", geoSummary(geo, now: agentNow)))
+            }
         }
         if let pass = result["pass"], pass.objectValue != nil {
             rows.append(
@@ -171,6 +174,31 @@ func artifactSummary(_ artifact: JSONValue, method: String, now: Date = Date()) 
         text += "; last fetch \(result)"
         if let at = artifact["lastFetchAtMs"]?.doubleValue { text += " \(age(sinceEpochMs: at, now: now))" }
         if let error = artifact["lastFetchError"]?.stringValue { text += " (\(error))" }
+    }
+    return text
+}
+
+/// Where Target's geo service placed the box, as geo-targeted rules decided on the box see it:
+/// "SAN FRANCISCO, CA, US (37.75, -122.4), located 4m ago (network)", "unknown (rules do not target by
+/// geo)", or either with "; last lookup failed 3s ago (HTTP 503)".
+func geoSummary(_ geo: JSONValue, now: Date = Date()) -> String {
+    let place = ["city", "regionCode", "countryCode"].compactMap { geo[$0]?.stringValue }
+    var text: String
+    if place.isEmpty {
+        text = "unknown"
+    } else {
+        text = place.joined(separator: ", ")
+        if let latitude = geo["latitude"]?.doubleValue, let longitude = geo["longitude"]?.doubleValue {
+            text += " (\(displayValue(.number(latitude))), \(displayValue(.number(longitude))))"
+        }
+        if let at = geo["fetchedAtMs"]?.doubleValue { text += ", located \(age(sinceEpochMs: at, now: now))" }
+        if let source = geo["source"]?.stringValue { text += " (\(source))" }
+    }
+    if geo["targetsByGeo"] != .bool(true) { text += " (rules do not target by geo)" }
+    if let error = geo["lastFetchError"]?.stringValue {
+        text += "; last lookup failed"
+        if let at = geo["lastFetchAtMs"]?.doubleValue { text += " \(age(sinceEpochMs: at, now: now))" }
+        text += " (\(error))"
     }
     return text
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from preflight_sim import target, target_artifacts
+from preflight_sim import target, target_artifacts, target_geo
 from preflight_sim.control import ControlError, _known_fields, _object, _ok, _validated_offers
 from preflight_sim.exchange import Request, Response
 
@@ -121,9 +121,18 @@ def get_artifact(sim, req: Request, m) -> Response:
 
 def put_artifact(sim, req: Request, m) -> Response:
     """Sets the artifact served at `/{client}/{environment}/v1/[{propertyToken}/]rules.json`: the body is
-    the artifact JSON, served as given (any version: the agent is the one to refuse)."""
+    the artifact JSON, served as given (any version: the agent is the one to refuse); or, with `?sample=geo`
+    and no body, the simulator's own artifact that targets by geo (`target_geo.GEO_ARTIFACT`)."""
     token = _property_token(req)
-    doc = _object(req)
+    sample = req.query.get("sample")
+    if sample is not None:
+        if sample not in target_geo.SAMPLES:
+            raise ControlError(400, f"sample must be one of: {', '.join(sorted(target_geo.SAMPLES))}")
+        if req.raw_body:
+            raise ControlError(400, "a sample artifact takes no body")
+        doc = target_geo.SAMPLES[sample]
+    else:
+        doc = _object(req)
     body = target_artifacts.encode(doc)
     with sim.target.lock:
         sim.target.artifacts[token] = body
@@ -150,7 +159,56 @@ def put_artifact_organization(sim, req: Request, m) -> Response:
     return _ok({"organizationId": organization})
 
 
+# the geo service -------------------------------------------------------------------------------------
+
+def _geo(sim) -> Response:
+    with sim.target.lock:
+        location = dict(sim.target.geo) if sim.target.geo is not None else None
+        lookups = sim.target.geo_lookups
+    return _ok({"location": location, "headers": target_geo.headers_for(location), "lookups": lookups})
+
+
+def get_geo(sim, req: Request, m) -> Response:
+    """Where `GET /v1/geo` places its callers, its `x-geo-*` headers, and how many lookups it answered."""
+    return _geo(sim)
+
+
+def put_geo(sim, req: Request, m) -> Response:
+    """Sets the location `GET /v1/geo` answers: `{"city", "regionCode", "countryCode", "latitude",
+    "longitude"}`, each optional (an absent one is not sent), at least one given."""
+    doc = _object(req)
+    _known_fields(doc, tuple(target_geo.FIELDS), "geo")
+    location = {}
+    for key, value in doc.items():
+        if value is None:
+            continue
+        if key in ("latitude", "longitude"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ControlError(400, f"{key} must be a number")
+            limit = 90 if key == "latitude" else 180
+            if not -limit <= value <= limit:
+                raise ControlError(400, f"{key} must be between -{limit} and {limit}")
+        elif not isinstance(value, str) or not value or "\r" in value or "\n" in value:
+            raise ControlError(400, f"{key} must be a non-empty string on one line")
+        location[key] = value
+    if not location:
+        raise ControlError(400, "give at least one of: " + ", ".join(target_geo.FIELDS))
+    with sim.target.lock:
+        sim.target.geo = location
+    return _geo(sim)
+
+
+def delete_geo(sim, req: Request, m) -> Response:
+    """`GET /v1/geo` cannot place its callers: its answers carry no `x-geo-*` header."""
+    with sim.target.lock:
+        sim.target.geo = None
+    return _geo(sim)
+
+
 ROUTES = [
+    ("GET", r"/_sim/target/geo", get_geo),
+    ("PUT", r"/_sim/target/geo", put_geo),
+    ("DELETE", r"/_sim/target/geo", delete_geo),
     ("PUT", r"/_sim/target/artifactOrganization", put_artifact_organization),
     ("GET", r"/_sim/target/artifact", get_artifact),
     ("PUT", r"/_sim/target/artifact", put_artifact),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from preflight_sim import pass_, pass_sessions, target, target_artifacts
+from preflight_sim import pass_, pass_sessions, target, target_artifacts, target_geo
 from preflight_sim.clock import Clock
 from preflight_sim.connections import ConnectionRegistry
 from preflight_sim.faults import FaultStore
@@ -70,6 +70,7 @@ def _builtin_routes() -> list[Route]:
               target_artifacts.handle_artifact),
         Route("artifacts", "GET", target_artifacts.PROPERTY_RULES_BIN, "propertyArtifactBin",
               target_artifacts.artifact_checks, target_artifacts.handle_artifact),
+        Route("geo", "GET", target_geo.GEO, "geo", target_geo.geo_checks, target_geo.handle_geo),
     ]
 
 
@@ -114,6 +115,8 @@ class Router:
             return "target"
         if path.endswith("/rules.json") or path.endswith("/rules.bin"):
             return "artifacts"
+        if path == target_geo.GEO:
+            return "geo"
         return None
 
     def match(self, method: str, path: str) -> tuple[Route | None, dict, list[str]]:

@@ -22,7 +22,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from preflight_sim import target_artifacts
+from preflight_sim import target_artifacts, target_geo
 from preflight_sim import target_metrics as metrics
 from preflight_sim import target_visitors as visitors
 from preflight_sim import target_workspaces as workspaces
@@ -195,6 +195,8 @@ class TargetState:
         self.trace_token: str | None = None
         self.artifacts: dict[str | None, bytes] = target_artifacts.default_artifacts()  # property token -> rules.json
         self.artifact_organization = target_artifacts.DEFAULT_ORGANIZATION  # the key of rules.bin
+        self.geo: dict | None = target_geo.default_location()  # where the geo service places callers
+        self.geo_lookups = 0
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
         self.notifications: list[dict] = []

@@ -24,7 +24,7 @@ from typing import Any
 SERVICES = ("target", "dcr", "pass")
 
 # Where each service's paths live on the wire (the spec's `servers` entry, host removed).
-SERVER_PREFIX = {"target": "", "dcr": "/o", "pass": "/api/v2", "artifacts": ""}
+SERVER_PREFIX = {"target": "", "dcr": "/o", "pass": "/api/v2", "artifacts": "", "geo": ""}
 
 SPEC_FILES = {
     "target": "target-delivery/delivery/api.yaml",

@@ -1,0 +1,204 @@
+import Logging
+import PreflightCore
+import PreflightProtocol
+import StateFiles
+import TargetDecisioning
+import UpstreamHTTP
+
+extension TargetService {
+    // MARK: the box's location (on-device decisioning with geo targeting)
+
+    /// The literal Adobe's engines take for "the caller's own address": the geo service then locates the
+    /// box itself, as Target's edge would locate it.
+    static let unknownIpAddress = "unknownIpAddress"
+
+    /// What `status` shows of the location.
+    public var geoStatus: GeoStatus { geoBox.withLock { $0.status } }
+
+    /// Counts the changes of the location decisions use: a decision remembered with another count was made
+    /// for another place and must be made again.
+    public var geoGeneration: Int { geoBox.withLock { $0.status.generation } }
+
+    /// Asks the geo poller to look the location up at its next turn (a reload).
+    public func requestGeoFetch() {
+        geoFetchRequested.store(true, ordering: .relaxed)
+    }
+
+    /// For an on-device decision of `body` by `engine`: when its artifact targets by geo, the request says
+    /// the box's address is unknown (`context.geo.ipAddress` `unknownIpAddress`) and the location held is
+    /// returned for `decide(..., geo:)`. nil (geo rules do not match) while no location is known: a load
+    /// never waits for the lookup.
+    func geoForDecision(_ body: inout JSONObject, engine: DecisioningEngine) -> JSONObject? {
+        guard engine.artifact.geoTargetingEnabled else { return nil }
+        var context = body["context"]?.objectValue ?? JSONObject()
+        var geo = context["geo"]?.objectValue ?? JSONObject()
+        geo["ipAddress"] = .string(Self.unknownIpAddress)
+        context["geo"] = .object(geo)
+        body["context"] = .object(context)
+        return geoBox.withLock { $0.status.answer?.json }
+    }
+
+    /// The geo poller: unless decisioning is `server-side`, reads the location kept in the state directory
+    /// (once); then, while the artifact held targets by geo and the box is not opted out, looks it up when
+    /// such an artifact is adopted (until this run has a location), every `artifactPollingInterval` and when
+    /// a reload asks, backing off after failures (the location held stays). Runs until cancelled.
+    public func runGeoPolling() async {
+        var generator = SystemRandomNumberGenerator()
+        var readDisk = false
+        var due: ContinuousClock.Instant?
+        var adopted: String?
+        while !Task.isCancelled {
+            let configuration = self.configuration
+            if configuration.decisioningMethod != .serverSide {
+                if !readDisk {
+                    readDisk = true
+                    loadKeptGeo()
+                }
+                if geoFetchRequested.exchange(false, ordering: .relaxed) {
+                    due = clock.now()
+                    geoBox.withLock { $0.status.failuresInARow = 0 }
+                }
+                let (targetsByGeo, adoption) = artifactBox.withLock { box in
+                    (
+                        box.artifact?.geoTargetingEnabled ?? false,
+                        "\(box.status.version ?? "")|\(box.status.etag ?? "")|\(box.status.downloadedAtMs ?? 0)"
+                    )
+                }
+                // An artifact adopted that targets by geo is decided with a location from this run as soon as
+                // one can be had; once this run has one, the cadence and reloads refresh it.
+                if targetsByGeo, adoption != adopted {
+                    adopted = adoption
+                    if geoBox.withLock({ $0.status.source }) != .network { due = clock.now() }
+                }
+                if targetsByGeo, privacy != .optedOut, let next = due, clock.now() >= next {
+                    let answer = await fetchGeo(configuration)
+                    let failures = geoBox.withLock { $0.status.failuresInARow }
+                    if case .failed = answer {
+                        due = GeoPolling.delay(
+                            failed: true,
+                            failuresInARow: failures,
+                            interval: configuration.artifactPollingInterval,
+                            using: &generator
+                        ).map { clock.now() + $0 }
+                    } else {
+                        due = configuration.artifactPollingInterval.map { clock.now() + $0 }
+                    }
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// One lookup, without `x-forwarded-for` (the service locates the caller). A location replaces the one
+    /// held, is kept in the state directory and, when it differs, counts as a change (`geo.updated`); a
+    /// failure keeps the one held.
+    @discardableResult
+    public func fetchGeo(_ configuration: TargetConfiguration? = nil) async -> GeoPolling.Answer {
+        let configuration = configuration ?? self.configuration
+        let url = configuration.geoURL
+        let request = HTTPRequest(
+            method: "GET",
+            url: url,
+            headers: [("User-Agent", configuration.device.userAgent)],
+            timeout: .seconds(10)
+        )
+        let started = time.epochMilliseconds()
+        let answer: GeoPolling.Answer
+        do {
+            answer = GeoPolling.interpret(try await artifactTransport.send(request))
+        } catch {
+            answer = .failed(error.description)
+        }
+        let now = time.epochMilliseconds()
+        switch answer {
+        case .located(let location):
+            // Kept first: whoever sees the new location in `status` finds the file written.
+            keepGeo(location, url: url, fetchedAtMs: now)
+            let changed = geoBox.withLock { box in
+                let changed = box.status.answer != location
+                box.status.answer = location
+                box.status.fetchedAtMs = now
+                box.status.source = .network
+                box.status.url = url
+                box.status.lastFetchAtMs = started
+                box.status.lastFetchError = nil
+                box.status.failuresInARow = 0
+                if changed { box.status.generation += 1 }
+                return changed
+            }
+            if changed {
+                // Offers decided on the box for the old location are decided again.
+                decisionInputsChanged()
+                logger.notice(
+                    "box located by Target's geo service",
+                    metadata: [
+                        "url": "\(url)", "city": "\(location.city ?? "-")", "region": "\(location.regionCode ?? "-")",
+                        "country": "\(location.countryCode ?? "-")",
+                    ]
+                )
+                publish(.geoUpdated, Self.geoEventBody(location))
+            } else {
+                logger.debug("box location unchanged", metadata: ["url": "\(url)"])
+            }
+        case .failed(let reason):
+            let held = geoBox.withLock { box in
+                box.status.lastFetchAtMs = started
+                box.status.lastFetchError = reason
+                box.status.failuresInARow += 1
+                return box.status.answer
+            }
+            logger.warning(
+                "box location not looked up; the location held is kept",
+                metadata: ["url": "\(url)", "error": "\(reason)", "cityHeld": "\(held?.city ?? "none")"]
+            )
+        }
+        return answer
+    }
+
+    static func geoEventBody(_ location: GeoAnswer) -> JSONObject {
+        func optional(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
+        return [
+            "city": optional(location.city), "regionCode": optional(location.regionCode),
+            "countryCode": optional(location.countryCode),
+        ]
+    }
+
+    // MARK: kept in the state directory
+
+    private var geoFile: StateFile? {
+        stateDirectory.map { StateFile(path: "\($0)/target-geo.json", logger: logger) }
+    }
+
+    /// `target-geo.json`: the service's `x-geo-*` headers, its address and when it answered.
+    private func keepGeo(_ location: GeoAnswer, url: String, fetchedAtMs: Int64) {
+        geoFile?.write([
+            "headers": .object(location.json), "url": .string(url), "fetchedAtMs": .integer(fetchedAtMs),
+        ])
+    }
+
+    /// Reads the location kept by an earlier run, so that a box that starts offline decides with the last
+    /// place it was located in.
+    func loadKeptGeo() {
+        guard let kept = geoFile?.read() else { return }
+        guard let location = kept["headers"]?.objectValue.flatMap(GeoAnswer.init(json:)) else {
+            logger.error("the kept box location cannot be read; waiting for a lookup")
+            return
+        }
+        let loaded = geoBox.withLock { box in
+            guard box.status.answer == nil else { return false }
+            box.status.answer = location
+            box.status.fetchedAtMs = kept["fetchedAtMs"]?.doubleValue.map { Int64($0) }
+            box.status.source = .disk
+            box.status.url = kept["url"]?.stringValue
+            box.status.generation += 1
+            return true
+        }
+        if loaded {
+            decisionInputsChanged()
+            logger.notice(
+                "box location read from the state directory",
+                metadata: ["city": "\(location.city ?? "-")", "country": "\(location.countryCode ?? "-")"]
+            )
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import PreflightCore
+import PreflightProtocol
+import Testing
+import UpstreamHTTP
+
+@testable import TargetOffers
+
+private let sanFrancisco: [String: String] = [
+    "x-geo-latitude": "37.75", "x-geo-longitude": "-122.4", "x-geo-country-code": "US", "x-geo-region-code": "CA",
+    "x-geo-city": "SAN FRANCISCO",
+]
+
+/// A rules artifact that targets by geo: mbox `geo-offer` has an offer in San Francisco only.
+private func geoArtifactJSON(geoTargeting: Bool = true) -> [UInt8] {
+    Array(
+        """
+        {"version":"1.0.0","meta":{"clientCode":"acme","environment":"production"},\
+        "globalMbox":"target-global-mbox","geoTargetingEnabled":\(geoTargeting),"responseTokens":[],\
+        "remoteMboxes":[],"remoteViews":[],"localMboxes":["geo-offer"],"localViews":[],\
+        "rules":{"mboxes":{"geo-offer":[{"ruleKey":"1","activityId":1,"meta":{"activity.id":1,\
+        "activity.type":"xt","experience.id":0,"location.name":"geo-offer","location.type":"mbox",\
+        "location.id":0,"offer.id":2,"option.id":3},\
+        "condition":{"==":[{"var":"geo.city"},"SAN FRANCISCO"]},\
+        "consequence":{"name":"geo-offer","options":[{"type":"html","eventToken":"t","content":"sf"}],\
+        "metrics":[]}}]},"views":{}}}
+        """.utf8
+    )
+}
+
+private struct FixedGenerator: RandomNumberGenerator {
+    mutating func next() -> UInt64 { 0 }
+}
+
+@Suite struct GeoPollingTests {
+    @Test func theXGeoHeadersOfATwoHundredAreTheLocation() throws {
+        let answer = GeoPolling.interpret(
+            HTTPResponse(status: 200, headers: sanFrancisco.merging(["x-forwarded-for": "203.0.113.9"]) { a, _ in a })
+        )
+        guard case .located(let location) = answer else {
+            Issue.record("not located: \(answer)")
+            return
+        }
+        #expect(location.city == "SAN FRANCISCO" && location.regionCode == "CA" && location.countryCode == "US")
+        #expect(location.latitude == 37.75 && location.longitude == -122.4)
+        // Only the x-geo-* headers are kept: the box's address is nobody's business here.
+        #expect(location.headers == sanFrancisco)
+        #expect(location.json["x-geo-city"] == .string("SAN FRANCISCO") && location.json["x-forwarded-for"] == nil)
+    }
+
+    @Test func anAnswerWithoutALocationOrAnotherStatusIsAFailure() {
+        #expect(GeoPolling.interpret(HTTPResponse(status: 200)) == .failed("no x-geo-* headers in the answer"))
+        #expect(
+            GeoPolling.interpret(HTTPResponse(status: 200, headers: ["x-geo-city": ""]))
+                == .failed("no x-geo-* headers in the answer")
+        )
+        #expect(GeoPolling.interpret(HTTPResponse(status: 503, headers: sanFrancisco)) == .failed("HTTP 503"))
+    }
+
+    @Test func theKeptFormReadsBack() throws {
+        let location = try #require(GeoAnswer(headers: sanFrancisco))
+        #expect(GeoAnswer(json: location.json) == location)
+        #expect(GeoAnswer(json: ["x-geo-city": .integer(3)]) == nil)
+        #expect(GeoAnswer(headers: ["x-geo-latitude": "north"])?.latitude == nil)
+    }
+
+    @Test func successesWaitTheIntervalAndFailuresBackOffAsTheArtifactDoes() {
+        var generator = FixedGenerator()
+        let interval = Duration.seconds(300)
+        #expect(GeoPolling.delay(failed: false, failuresInARow: 0, interval: interval, using: &generator) == interval)
+        #expect(GeoPolling.delay(failed: false, failuresInARow: 0, interval: nil, using: &generator) == nil)
+        #expect(GeoPolling.delay(failed: true, failuresInARow: 1, interval: interval, using: &generator) == .seconds(5))
+        #expect(
+            GeoPolling.delay(failed: true, failuresInARow: 20, interval: .seconds(60), using: &generator)
+                == .seconds(60)
+        )
+        #expect(GeoPolling.delay(failed: true, failuresInARow: 20, interval: nil, using: &generator) == .seconds(150))
+        #expect(GeoPolling.defaultURL == "https://assets.adobetarget.com/v1/geo")
+    }
+}
+
+@Suite struct GeoKeepingTests {
+    private func service(_ transport: ScriptedTransport, folder: String) -> TargetService {
+        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
+        configuration.decisioningMethod = .onDevice
+        configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
+        configuration.geoURL = "http://127.0.0.1:9/v1/geo"
+        return TargetService(
+            configuration: configuration,
+            transport: transport,
+            stateDirectory: folder,
+            clock: manualClock(),
+            logger: logger,
+            publish: { _, _ in }
+        )
+    }
+
+    private func folder() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("geo-\(UUID())").path
+    }
+
+    @Test func aLocationIsKeptCountedWhenItChangesAndReadAtTheNextStart() async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let transport = ScriptedTransport()
+        let target = service(transport, folder: folder)
+        #expect(target.geoStatus.answer == nil && target.geoGeneration == 0)
+
+        transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
+        guard case .located = await target.fetchGeo() else {
+            Issue.record("not located")
+            return
+        }
+        let request = try #require(transport.requests.last)
+        #expect(request.method == "GET" && request.url == "http://127.0.0.1:9/v1/geo")
+        #expect(!request.headers.contains { $0.name.lowercased() == "x-forwarded-for" })
+        #expect(target.geoStatus.answer?.city == "SAN FRANCISCO" && target.geoStatus.source == .network)
+        #expect(target.geoStatus.fetchedAtMs == 1_800_000_000_000 && target.geoGeneration == 1)
+
+        // The same place again is no change; another place is.
+        await target.fetchGeo()
+        #expect(target.geoGeneration == 1)
+        transport.answer(HTTPResponse(status: 200, headers: ["x-geo-city": "PORTLAND", "x-geo-country-code": "US"]))
+        await target.fetchGeo()
+        #expect(target.geoStatus.answer?.city == "PORTLAND" && target.geoGeneration == 2)
+
+        // A failure keeps the place held.
+        transport.answer(HTTPResponse(status: 503))
+        #expect(await target.fetchGeo() == .failed("HTTP 503"))
+        #expect(target.geoStatus.answer?.city == "PORTLAND" && target.geoStatus.failuresInARow == 1)
+        #expect(target.geoStatus.lastFetchError == "HTTP 503" && target.geoGeneration == 2)
+
+        // The next start, offline: the kept place, from disk.
+        let restarted = service(ScriptedTransport(), folder: folder)
+        restarted.loadKeptGeo()
+        #expect(restarted.geoStatus.answer?.city == "PORTLAND" && restarted.geoStatus.source == .disk)
+        #expect(restarted.geoStatus.url == "http://127.0.0.1:9/v1/geo" && restarted.geoGeneration == 1)
+    }
+
+    @Test func aGeoTargetedMboxIsDecidedWithThePlaceHeldAndWithoutOneBeforeIt() async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let transport = ScriptedTransport()
+        let target = service(transport, folder: folder)
+        transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON()))
+        #expect(await target.fetchArtifact() == .updated)
+        let mbox = DeliveryMbox(name: "geo-offer", targeting: MboxTargeting())
+        let engine = try #require(target.onDeviceEngine)
+
+        // No place yet: decided at once, without geo; the rule does not match.
+        let before = target.decideOnDevice(engine, execute: [mbox], profile: [], property: nil)
+        #expect(before.response.executed.first?.options.isEmpty ?? true)
+
+        transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
+        await target.fetchGeo()
+        let inSanFrancisco = target.decideOnDevice(engine, execute: [mbox], profile: [], property: nil)
+        #expect(inSanFrancisco.response.executed.first?.options.map(\.contentText) == ["sf"])
+
+        // A load decided in San Francisco is kept, and answered again at once...
+        let load = LoadRequestsCommand(requests: [LoadRequest(name: "geo-offer", defaultContent: "d")])
+        var first = JSONWriter()
+        _ = await target.completeLoad(try #require(target.loadFromCache(load, appendingResultTo: &first)))
+        var again = JSONWriter()
+        #expect(target.loadFromCache(load, appendingResultTo: &again) == nil)
+
+        // ...until the box moves: then it is decided again, for the new place.
+        transport.answer(HTTPResponse(status: 200, headers: ["x-geo-city": "PORTLAND"]))
+        await target.fetchGeo()
+        let elsewhere = target.decideOnDevice(engine, execute: [mbox], profile: [], property: nil)
+        #expect(elsewhere.response.executed.first?.options.isEmpty ?? true)
+        var moved = JSONWriter()
+        #expect(target.loadFromCache(load, appendingResultTo: &moved) != nil)
+    }
+
+    @Test func thePollerLooksTheBoxUpOnceAGeoTargetingArtifactIsHeld() async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let transport = ScriptedTransport()
+        let target = service(transport, folder: folder)
+        transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON()))
+        #expect(await target.fetchArtifact() == .updated)
+        transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
+        let poller = Task { await target.runGeoPolling() }
+        defer { poller.cancel() }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while target.geoStatus.answer == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(target.geoStatus.answer?.city == "SAN FRANCISCO" && target.geoStatus.source == .network)
+        #expect(transport.requests.last?.url == "http://127.0.0.1:9/v1/geo")
+    }
+
+    @Test func theRequestSaysTheAddressIsUnknownOnlyWhenTheRulesTargetByGeo() async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let transport = ScriptedTransport()
+        let target = service(transport, folder: folder)
+        transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
+        await target.fetchGeo()
+        for geoTargeting in [true, false] {
+            transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON(geoTargeting: geoTargeting)))
+            await target.fetchArtifact()
+            let engine = try #require(target.onDeviceEngine)
+            var body: JSONObject = ["context": ["channel": "web"]]
+            let geo = target.geoForDecision(&body, engine: engine)
+            if geoTargeting {
+                #expect(body["context"]?["geo"]?["ipAddress"] == .string("unknownIpAddress"))
+                #expect(body["context"]?["channel"] == .string("web"))
+                #expect(geo?["x-geo-city"] == .string("SAN FRANCISCO"))
+            } else {
+                #expect(body["context"]?["geo"] == nil && geo == nil)
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+"""The box's location for on-device decisions of rules that target by geo: with an artifact whose
+`geoTargetingEnabled` is true, the agent asks Target's geo service (preflight-sim's `GET /v1/geo`) where the box
+is, keeps the answer in the state directory, and decides with it; a geo-targeted mbox gets its offer only where
+its rule says. A real preflightd and preflight-sim; a reload (SIGHUP) looks the location up again, so no test
+waits for the polling interval."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from agent_harness import Events, bin_dir, ok, read_log, request, stop_agent, wait_until
+from test_target_artifact import Setup, artifact_status  # noqa: F401
+from test_target_artifact import setup as artifact_setup  # noqa: F401  (the fixture, under another name)
+
+import pytest
+
+GEO_OFFER = {"requests": [{"name": "geo-offer", "defaultContent": "elsewhere"}]}
+PORTLAND = {"city": "PORTLAND", "regionCode": "OR", "countryCode": "US", "latitude": 45.52, "longitude": -122.68}
+
+
+@pytest.fixture
+def setup(artifact_setup):  # noqa: F811
+    """The artifact tests' setup, with the agent's geo service at the simulator and its geo sample artifact."""
+    original = artifact_setup.settings
+
+    def settings(**extra):
+        return original(geoURL=f"{artifact_setup.sim.url}/v1/geo", notificationBatchAge=0.2, **extra)
+
+    artifact_setup.settings = settings
+    artifact_setup.sim.call("PUT", "/_sim/target/artifact?sample=geo")
+    return artifact_setup
+
+
+def geo_status(agent):
+    return ok(request(agent.admin, "status"))["target"]["geo"]
+
+
+def located(agent, city):
+    wait_until(f"the box located in {city}", lambda: geo_status(agent)["city"] == city, timeout=30)
+    return geo_status(agent)
+
+
+def load(agent):
+    return ok(request(agent.app, "loadRequests", GEO_OFFER))["contents"][0]
+
+
+def geo_requests(sim):
+    return [entry for entry in sim.requests() if entry.get("service") == "geo"]
+
+
+def reload(agent):
+    agent.process.send_signal(signal.SIGHUP)
+
+
+def test_a_geo_targeted_mbox_gets_its_offer_once_the_box_is_located(setup):
+    agent = setup.start()
+    status = located(agent, "SAN FRANCISCO")
+    assert (status["regionCode"], status["countryCode"]) == ("CA", "US")
+    assert (status["latitude"], status["longitude"]) == (37.75, -122.4)
+    assert status["targetsByGeo"] is True and status["source"] == "network" and status["lastFetchError"] is None
+    assert status["url"] == f"{setup.sim.url}/v1/geo"
+    content = load(agent)
+    assert content["source"] == "on-device", content
+    assert json.loads(content["content"]) == {"geo": True, "city": "SAN FRANCISCO"}
+    # The box asks without an address of its own: the service locates the caller.
+    lookup = geo_requests(setup.sim)[0]
+    assert "x-forwarded-for" not in lookup["headers"] and lookup["method"] == "GET"
+    # Kept in the state directory, as the service said it.
+    kept = json.loads((Path(setup.folder) / "state" / "target-geo.json").read_text())
+    assert kept["headers"]["x-geo-city"] == "SAN FRANCISCO" and kept["url"] == status["url"]
+    assert "box located by Target's geo service" in read_log(setup.folder)
+    # The impression reaches Target with the artifact's event token.
+    wait_until("the impression at Target",
+               lambda: len(setup.sim.call("GET", "/_sim/target/notifications?type=display")["notifications"]) == 1)
+    shown = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if line.startswith("Target location"))
+    assert "SAN FRANCISCO, CA, US (37.75, -122.4), located" in line and "(network)" in line
+
+
+def test_elsewhere_the_mbox_gets_its_default_and_a_move_is_seen_at_the_next_lookup(setup):
+    setup.sim.call("PUT", "/_sim/target/geo", PORTLAND)
+    agent = setup.start()
+    before = located(agent, "PORTLAND")
+    assert load(agent) == {"name": "geo-offer", "content": "elsewhere", "source": "default"}
+    # The box is now placed in San Francisco: the next lookup (a reload asks for one at once) says so.
+    events = Events(agent, b"geo.", confirm=False)
+    setup.sim.call("PUT", "/_sim/target/geo", {"city": "SAN FRANCISCO", "regionCode": "CA", "countryCode": "US"})
+    reload(agent)
+    after = located(agent, "SAN FRANCISCO")
+    assert after["lastFetchAtMs"] > before["lastFetchAtMs"] and after["latitude"] is None
+    event = events.wait_for("geo.updated")
+    assert (event["city"], event["regionCode"], event["countryCode"]) == ("SAN FRANCISCO", "CA", "US")
+    events.close()
+    assert load(agent)["source"] == "on-device"
+
+
+def test_the_location_survives_a_restart_without_network(setup):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    assert stop_agent(agent) == 0
+    # Offline now: the asset host and the geo service drop every connection.
+    setup.sim.call("POST", "/_sim/faults", {"path": "/acme/production/v1/rules.json", "drop": True})
+    setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "drop": True})
+    agent = setup.start()
+    wait_until("a failed lookup", lambda: geo_status(agent)["lastFetchError"] is not None, timeout=30)
+    status = geo_status(agent)
+    assert (status["city"], status["source"]) == ("SAN FRANCISCO", "disk")
+    assert artifact_status(agent)["source"] == "disk"
+    assert "box location read from the state directory" in read_log(setup.folder)
+    assert json.loads(load(agent)["content"]) == {"geo": True, "city": "SAN FRANCISCO"}
+
+
+def test_loads_are_answered_while_the_geo_service_fails_or_hangs(setup):
+    # Never located: the geo service answers 503, then not at all. Geo rules do not match; loads are answered.
+    fault = setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "status": 503})
+    agent = setup.start()
+    wait_until("a failed lookup", lambda: geo_status(agent)["lastFetchError"] == "HTTP 503", timeout=30)
+    assert geo_status(agent)["city"] is None
+    assert load(agent) == {"name": "geo-offer", "content": "elsewhere", "source": "default"}
+    assert "box location not looked up; the location held is kept" in read_log(setup.folder)
+    setup.sim.call("DELETE", f"/_sim/faults/{fault['id']}")
+    setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "hangMs": 20000})
+    reload(agent)
+    wait_until("the hanging lookup", lambda: len(geo_requests(setup.sim)) >= 2, timeout=30)
+    started = time.monotonic()
+    assert load(agent)["source"] == "default"
+    assert time.monotonic() - started < 2.0, "a load waited for the geo service"
+
+
+def test_a_failing_lookup_keeps_the_location_held(setup):
+    agent = setup.start()
+    before = located(agent, "SAN FRANCISCO")
+    setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "status": 500})
+    reload(agent)
+    wait_until("the failed lookup", lambda: geo_status(agent)["lastFetchError"] == "HTTP 500", timeout=30)
+    status = geo_status(agent)
+    assert (status["city"], status["fetchedAtMs"], status["source"]) == (
+        "SAN FRANCISCO", before["fetchedAtMs"], "network")
+    assert load(agent)["source"] == "on-device"
+    shown = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+                           capture_output=True, text=True, timeout=60)
+    line = next(line for line in shown.stdout.splitlines() if line.startswith("Target location"))
+    assert "SAN FRANCISCO" in line and "last lookup failed" in line and "(HTTP 500)" in line
+
+
+def test_rules_that_do_not_target_by_geo_ask_no_geo_service(setup):
+    artifact = setup.sim.call("GET", "/_sim/target/artifact")["artifact"]
+    setup.sim.call("PUT", "/_sim/target/artifact", {**artifact, "geoTargetingEnabled": False})
+    agent = setup.start()
+    wait_until("the artifact", lambda: artifact_status(agent)["lastFetchResult"] == "updated", timeout=30)
+    status = geo_status(agent)
+    assert status["targetsByGeo"] is False and status["city"] is None and status["lastFetchAtMs"] is None
+    assert load(agent)["source"] == "default"
+    assert geo_requests(setup.sim) == []
+
+
+def test_server_side_decisioning_shows_no_location(setup):
+    agent = setup.start(decisioningMethod="server-side")
+    assert "geo" not in ok(request(agent.admin, "status"))["target"]
+    assert geo_requests(setup.sim) == []
