@@ -49,6 +49,15 @@ public struct StateFile: Sendable {
         }
     }
 
+    /// Deletes the file (none is fine). Failures are logged, not thrown.
+    public func remove() {
+        do throws(SystemCallError) {
+            try FileSystem.remove(path)
+        } catch {
+            logger.error("cannot remove state file", metadata: ["file": "\(path)", "errno": "\(error.errno)"])
+        }
+    }
+
     /// temp file (same folder) → write → fsync → rename → fsync the folder; creates the folder.
     public static func atomicWrite(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
         let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""

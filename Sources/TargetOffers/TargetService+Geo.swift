@@ -163,6 +163,21 @@ extension TargetService {
         ]
     }
 
+    /// Forgets the location (an opt-out): nothing derived from the box's address is kept, on disk either.
+    /// Once opted in again, the poller places the box afresh at its next turn.
+    func forgetGeo() {
+        let held = geoBox.withLock { box in
+            let held = box.status.answer != nil
+            let generation = box.status.generation + (held ? 1 : 0)
+            box = HeldGeo()
+            box.status.generation = generation
+            return held
+        }
+        geoFile?.remove()
+        geoFetchRequested.store(true, ordering: .relaxed)
+        if held { decisionInputsChanged() }
+    }
+
     // MARK: kept in the state directory
 
     private var geoFile: StateFile? {

@@ -69,6 +69,7 @@ extension TargetService {
         visitor.reset()
         let cleared = cache.clear(name: nil)
         forgetOffersKeptForApps()
+        forgetGeo()
         boxClockDisplays.withLock { $0.removeAll() }
         return (cleared, droppedNotifications)
     }

@@ -163,3 +163,18 @@ def test_server_side_decisioning_shows_no_location(setup):
     agent = setup.start(decisioningMethod="server-side")
     assert "geo" not in ok(request(agent.admin, "status"))["target"]
     assert geo_requests(setup.sim) == []
+
+
+def test_opting_out_forgets_the_location_and_opting_in_locates_the_box_again(setup):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    kept = Path(setup.folder) / "state" / "target-geo.json"
+    wait_until("the location kept", kept.exists)
+    ok(request(agent.admin, "target.privacy", {"status": "optedOut"}, timeout_ms=20000))
+    assert not kept.exists()
+    assert geo_status(agent)["city"] is None
+    asked = len(geo_requests(setup.sim))
+    ok(request(agent.admin, "target.privacy", {"status": "optedIn"}, timeout_ms=20000))
+    located(agent, "SAN FRANCISCO")
+    assert len(geo_requests(setup.sim)) == asked + 1
+    assert load(agent)["source"] == "on-device"
