@@ -295,6 +295,10 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
 extension DeliveryResponse {
     /// Reads an HTTP response; anything but a 200 with a readable body is a `DeliveryFailure`.
     public static func decode(_ response: HTTPResponse) throws(DeliveryFailure) -> DeliveryResponse {
+        // The answer to a batch of notifications, in one pass (the general reader below says the same).
+        if response.status == 200, let acknowledged = AcknowledgementScan.read(response.body) {
+            return acknowledged
+        }
         let json = try? JSONReader.read(response.body)
         guard response.status == 200 else {
             throw .status(response.status, json?["message"]?.stringValue)

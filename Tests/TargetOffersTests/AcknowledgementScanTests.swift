@@ -1,0 +1,84 @@
+import PreflightProtocol
+import Testing
+import UpstreamHTTP
+
+@testable import TargetOffers
+
+/// The one-pass reader of Target's answer to notifications: whatever it accepts, the general reader reads
+/// the same; what it does not accept, the general reader decides.
+@Suite struct AcknowledgementScanTests {
+    private static let plain = Array(
+        """
+        {"status":200,"requestId":"r-1","client":"acme","id":{"tntId":"abc.28_0"},\
+        "edgeHost":"mboxedge28.tt.omtrdc.net","notifications":[{"id":"n-1"},{"id":"n-2"}]}
+        """.utf8
+    )
+
+    /// What the general path makes of `body`: nil when it fails.
+    private func general(_ body: [UInt8]) -> DeliveryResponse? {
+        guard case .object(let object)? = try? JSONReader.read(body), object["message"] == nil else { return nil }
+        return DeliveryResponse.reading(object)
+    }
+
+    private func same(_ a: DeliveryResponse, _ b: DeliveryResponse) -> Bool {
+        a.tntId == b.tntId && a.edgeHost == b.edgeHost && a.acknowledgedNotificationIds == b.acknowledgedNotificationIds
+            && a.prefetched.isEmpty && a.executed.isEmpty && b.prefetched.isEmpty && b.executed.isEmpty
+    }
+
+    @Test func readsThePlainAnswerAsTheGeneralReaderDoes() throws {
+        let scanned = try #require(AcknowledgementScan.read(Self.plain))
+        #expect(scanned.acknowledgedNotificationIds == ["n-1", "n-2"])
+        #expect(scanned.tntId == "abc.28_0" && scanned.edgeHost == "mboxedge28.tt.omtrdc.net")
+        #expect(same(scanned, try #require(general(Self.plain))))
+        // And through decode, as the sender reads it.
+        let decoded = try DeliveryResponse.decode(HTTPResponse(status: 200, body: Self.plain))
+        #expect(same(decoded, scanned))
+    }
+
+    @Test func leavesEverythingElseToTheGeneralReader() {
+        for text in [
+            #"{"status":200,"prefetch":{"mboxes":[]}}"#,  // work: the general reader's
+            #"{"message":"refused"}"#,
+            #"{"notifications":[{"id":"a\u0062"}]}"#,  // an escape
+            #"{"notifications":[{"id":"é"}]}"#,  // beyond ASCII
+            #"{"notifications":[{"id":"a","id":"b"}]}"#,  // a repeated key
+            #"{"id":{"tntId":null}}"#,  // another type
+            #"{"status":012}"#,  // not JSON
+            #"{"status":200} x"#,
+            #"{"status":200,}"#,
+            #"[]"#,
+        ] {
+            #expect(AcknowledgementScan.read(Array(text.utf8)) == nil, "\(text)")
+        }
+        #expect(AcknowledgementScan.read(Array(" { } ".utf8)) != nil)
+        #expect(
+            AcknowledgementScan.read(Array(#"{"notifications":[{},{"id":"x","trace":"t"}]}"#.utf8))?
+                .acknowledgedNotificationIds == ["x"]
+        )
+    }
+
+    @Test func whatItAcceptsOfAnyMutationTheGeneralReaderReadsTheSame() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(#"{}[]:,"\ 0-.eE1a"#.utf8) + [0x00, 0xC3, 0x7F]
+        var accepted = 0
+        for _ in 0..<20_000 {
+            var body = Self.plain
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let position = Int.random(in: 0..<body.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: body[position] = alphabet.randomElement(using: &generator)!
+                case 1: body.remove(at: position)
+                default: body.insert(alphabet.randomElement(using: &generator)!, at: position)
+                }
+            }
+            guard let scanned = AcknowledgementScan.read(body) else { continue }
+            accepted += 1
+            guard let read = general(body) else {
+                Issue.record("accepted what the general reader refuses: \(String(decoding: body, as: UTF8.self))")
+                continue
+            }
+            #expect(same(scanned, read), "\(String(decoding: body, as: UTF8.self))")
+        }
+        #expect(accepted > 100)
+    }
+}
