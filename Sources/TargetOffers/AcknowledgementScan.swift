@@ -31,28 +31,30 @@ struct AcknowledgementScan {
             executed: [],
             acknowledgedNotificationIds: []
         )
-        var seen: [String] = []
+        let members = [
+            "status", "requestId", "client", "telemetryServerToken", "edgeHost", "id", "notifications",
+        ]
+        var seen = Set<Int>()
         guard take(UInt8(ascii: "{")) else { return nil }
         if !take(UInt8(ascii: "}")) {
             repeat {
-                guard let key = string(), !seen.contains(key), take(UInt8(ascii: ":")) else { return nil }
-                seen.append(key)
-                switch key {
+                guard let key = string(), take(UInt8(ascii: ":")),
+                    let member = members.firstIndex(where: { equals(key, $0) }), seen.insert(member).inserted
+                else { return nil }
+                switch members[member] {
                 case "status":
                     guard number() else { return nil }
-                case "requestId", "client", "telemetryServerToken":
-                    guard string() != nil else { return nil }
                 case "edgeHost":
                     guard let host = string() else { return nil }
-                    result.edgeHost = host
+                    result.edgeHost = text(host)
                 case "id":
                     guard let id = flatObject(capturing: "tntId") else { return nil }
-                    result.tntId = id
+                    result.tntId = id.map(text)
                 case "notifications":
                     guard let ids = acknowledgements() else { return nil }
                     result.acknowledgedNotificationIds = ids
                 default:
-                    return nil
+                    guard string() != nil else { return nil }
                 }
             } while take(UInt8(ascii: ","))
             guard take(UInt8(ascii: "}")) else { return nil }
@@ -67,45 +69,68 @@ struct AcknowledgementScan {
         guard take(UInt8(ascii: "[")) else { return nil }
         var ids: [String] = []
         if take(UInt8(ascii: "]")) { return ids }
+        ids.reserveCapacity(64)
         repeat {
             guard let id = flatObject(capturing: "id") else { return nil }
-            if let id { ids.append(id) }
+            if let id { ids.append(text(id)) }
         } while take(UInt8(ascii: ","))
         return take(UInt8(ascii: "]")) ? ids : nil
     }
 
-    /// An object whose values are all strings; the value of `wanted` (`.some(nil)` when absent); nil when
-    /// it is not such an object.
-    private mutating func flatObject(capturing wanted: String) -> String?? {
+    /// An object of at most eight members whose values are all strings; where the value of `wanted` lies
+    /// (`.some(nil)` when absent); nil when it is not such an object. Keys are compared as bytes, kept on
+    /// the stack: no string is made but the one wanted.
+    private mutating func flatObject(capturing wanted: StaticString) -> Range<Int>?? {
         guard take(UInt8(ascii: "{")) else { return nil }
-        var captured: String?
-        var keys: [String] = []
         if take(UInt8(ascii: "}")) { return .some(nil) }
-        repeat {
-            guard let key = string(), !keys.contains(key), take(UInt8(ascii: ":")), let value = string() else {
-                return nil
-            }
-            keys.append(key)
-            if key == wanted { captured = value }
-        } while take(UInt8(ascii: ","))
-        return take(UInt8(ascii: "}")) ? .some(captured) : nil
+        return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 8) { keys -> Range<Int>?? in
+            var count = 0
+            var captured: Range<Int>?
+            repeat {
+                guard count < keys.count, let key = string(), take(UInt8(ascii: ":")), let value = string() else {
+                    return nil
+                }
+                for earlier in keys[..<count] where bytes[earlier].elementsEqual(bytes[key]) { return nil }
+                keys[count] = key
+                count += 1
+                if equals(key, wanted) { captured = value }
+            } while take(UInt8(ascii: ","))
+            return take(UInt8(ascii: "}")) ? .some(captured) : nil
+        }
     }
 
-    /// A string of printable ASCII without escapes (nil for anything else, which the general reader reads).
-    private mutating func string() -> String? {
+    /// Where the content of a string of printable ASCII without escapes lies (nil for anything else, which
+    /// the general reader reads).
+    private mutating func string() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
                 index += 1
-                return text
+                return start..<(index - 1)
             }
             guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
             index += 1
         }
         return nil
+    }
+
+    /// The string at `range`: printable ASCII, copied as it is.
+    private func text(_ range: Range<Int>) -> String {
+        String(unsafeUninitializedCapacity: range.count) { buffer in
+            _ = buffer.initialize(fromContentsOf: bytes[range])
+            return range.count
+        }
+    }
+
+    private func equals(_ range: Range<Int>, _ key: StaticString) -> Bool {
+        range.count == key.utf8CodeUnitCount
+            && bytes[range].elementsEqual(UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+    }
+
+    private func equals(_ range: Range<Int>, _ key: String) -> Bool {
+        range.count == key.utf8.count && bytes[range].elementsEqual(key.utf8)
     }
 
     /// A JSON number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
