@@ -40,33 +40,54 @@ extension PollItem: Sendable {}
 /// - Throws: `.notSocket` if a socket is closed, `.contextTerminated` if a socket's context was shut down.
 ///   A signal (`EINTR`) does not end the wait: it resumes with the time remaining.
 public func poll(_ items: inout [PollItem], timeout: Duration?) throws(ZeroMQError) -> Int {
-    var pollItems: [zmq_pollitem_t] = []
-    pollItems.reserveCapacity(items.count)
-    for item in items {
-        let socket = try item.socket?.liveHandle()
-        pollItems.append(
-            zmq_pollitem_t(socket: socket, fd: item.fileDescriptor ?? -1, events: item.events.rawValue, revents: 0)
-        )
+    // The libzmq items on the stack: this runs on every turn of the agent's I/O loop, and an array here was a
+    // heap allocation and a copy per turn.
+    let result: Result<Int, ZeroMQError> = withUnsafeTemporaryAllocation(
+        of: zmq_pollitem_t.self,
+        capacity: items.count
+    ) { pollItems in
+        do throws(ZeroMQError) {
+            for index in items.indices {
+                pollItems[index] = zmq_pollitem_t(
+                    socket: try items[index].socket?.liveHandle(),
+                    fd: items[index].fileDescriptor ?? -1,
+                    events: items[index].events.rawValue,
+                    revents: 0
+                )
+            }
+            let count = try wait(pollItems, timeout: timeout)
+            for index in items.indices {
+                items[index].returnedEvents = PollEvents(rawValue: pollItems[index].revents)
+            }
+            return .success(count)
+        } catch {
+            return .failure(error)
+        }
     }
+    return try result.get()
+}
 
+/// `zmq_poll` until an item has events or the whole timeout has passed. The sockets in `pollItems` stay open
+/// and alive during the call: the caller's `items` array, which holds them, is `inout` and cannot be released
+/// or changed until `poll` returns.
+private func wait(
+    _ pollItems: UnsafeMutableBufferPointer<zmq_pollitem_t>,
+    timeout: Duration?
+) throws(ZeroMQError)
+    -> Int
+{
     let clock = ContinuousClock()
     let deadline = timeout.map { clock.now.advanced(by: max($0, .zero)) }
     var count: CInt = 0
-    // The sockets in `pollItems` stay open and alive during the call: `items` is inout, so the caller's array,
-    // which holds them, cannot be released or changed until we return.
     repeat {
         count = try valueOrError(retryOnInterrupt: true) {
             // Computed afresh on each EINTR retry, so the total wait stays within `timeout`.
             let milliseconds = deadline.map { pollMilliseconds(until: $0, now: clock.now) } ?? -1
-            return pollItems.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, CInt($0.count), milliseconds) }
+            return zmq_poll(pollItems.baseAddress, CInt(pollItems.count), milliseconds)
         }
         // zmq_poll can return up to a millisecond early (it measures in truncated milliseconds), and a very long
         // timeout is capped per call: poll again until the deadline has really passed.
     } while count == 0 && deadline.map { clock.now < $0 } ?? false
-
-    for index in items.indices {
-        items[index].returnedEvents = PollEvents(rawValue: pollItems[index].revents)
-    }
     return Int(count)
 }
 
