@@ -281,6 +281,7 @@ struct Stats: AgentCommand {
         )
         rows.append(("Evictions", number(offers?["evictions"])))
         rows.append(("Network loads", number(offers?["networkLoads"])))
+        rows.append(("On-device loads", number(offers?["onDeviceLoads"])))
         rows.append(("Defaults served", defaultsSummary(offers?["defaultsByReason"])))
         rows.append(
             (
