@@ -13,28 +13,44 @@ public enum RandomUUID {
     public static func make() -> String {
         let (high, low) = generator.withLock { ($0.next(), $0.next()) }
         // RFC 9562: version 4 in the high nibble of byte 6, variant 0b10 in the top bits of byte 8.
+        return format(high: high, low: low)
+    }
+
+    /// The UUID of 128 random bits, its version and variant set.
+    static func format(high: UInt64, low: UInt64) -> String {
         let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let variant = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        var words = (versioned.bigEndian, variant.bigEndian)
-        return withUnsafeBytes(of: &words) { raw in
-            String(unsafeUninitializedCapacity: 36) { buffer in
-                var position = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        buffer[position] = UInt8(ascii: "-")
-                        position += 1
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            // A byte at a time, two digits from the table, dashes at their places: no branch per digit (this
+            // runs for every display notification, on the I/O thread).
+            guard let out = buffer.baseAddress else { return 0 }
+            hexDigits.withUnsafeBufferPointer { table in
+                let digits = table.baseAddress!
+                func put(_ word: UInt64, bytes: Int, at position: Int) {
+                    for index in 0..<bytes {
+                        let byte = Int((word >> UInt64(8 * (bytes - 1 - index))) & 0xFF)
+                        out[position + 2 * index] = digits[2 * byte]
+                        out[position + 2 * index + 1] = digits[2 * byte + 1]
                     }
-                    buffer[position] = hexDigit(raw[index] >> 4)
-                    buffer[position + 1] = hexDigit(raw[index] & 0xF)
-                    position += 2
                 }
-                return position
+                put(versioned >> 32, bytes: 4, at: 0)
+                out[8] = UInt8(ascii: "-")
+                put(versioned >> 16, bytes: 2, at: 9)
+                out[13] = UInt8(ascii: "-")
+                put(versioned, bytes: 2, at: 14)
+                out[18] = UInt8(ascii: "-")
+                put(variant >> 48, bytes: 2, at: 19)
+                out[23] = UInt8(ascii: "-")
+                put(variant, bytes: 6, at: 24)
             }
+            return 36
         }
     }
 
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    /// The two lowercase hex digits of every byte value, in order: `00`, `01`, …, `ff`.
+    private static let hexDigits: [UInt8] = (0..<256).flatMap { byte in
+        let alphabet = Array("0123456789abcdef".utf8)
+        return [alphabet[byte >> 4], alphabet[byte & 0xF]]
     }
 }
 
