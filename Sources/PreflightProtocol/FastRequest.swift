@@ -34,12 +34,12 @@ public struct FastRequest: Sendable, Hashable {
     }
 }
 
-/// The single-pass reader behind `FastRequest.read`. Every method returns nil (or false) as soon as
-/// the input leaves the plain shape; nothing is thrown and nothing is reported.
+/// The single-pass reader behind `FastRequest.read` (and `NotificationAnswer.read`). Every method returns nil
+/// (or false) as soon as the input leaves the plain shape; nothing is thrown and nothing is reported.
 struct FastScanner {
-    private let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: UnsafeBufferPointer<UInt8>
     private let limits: CommandLimits
-    private var index = 0
+    var index = 0
 
     init(bytes: UnsafeBufferPointer<UInt8>, limits: CommandLimits) {
         self.bytes = bytes
@@ -268,7 +268,7 @@ struct FastScanner {
 
     // MARK: tokens
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -278,7 +278,7 @@ struct FastScanner {
     }
 
     /// Skips whitespace, then consumes `byte` if it is next.
-    private mutating func take(_ byte: UInt8) -> Bool {
+    mutating func take(_ byte: UInt8) -> Bool {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == byte else { return false }
         index += 1
@@ -298,7 +298,7 @@ struct FastScanner {
     }
 
     /// A string of printable ASCII without escapes, as the range of its bytes.
-    private mutating func rawString() -> Range<Int>? {
+    mutating func rawString() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
         while index < bytes.count {
@@ -376,7 +376,7 @@ struct FastScanner {
         return nil
     }
 
-    private func matches(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+    func matches(_ range: Range<Int>, _ literal: StaticString) -> Bool {
         guard range.count == literal.utf8CodeUnitCount else { return false }
         return literal.withUTF8Buffer { expected in
             var offset = 0

@@ -296,8 +296,14 @@ extension DeliveryResponse {
     /// Reads an HTTP response; anything but a 200 with a readable body is a `DeliveryFailure`.
     public static func decode(_ response: HTTPResponse) throws(DeliveryFailure) -> DeliveryResponse {
         // The answer to a batch of notifications, in one pass (the general reader below says the same).
-        if response.status == 200, let acknowledged = AcknowledgementScan.read(response.body) {
-            return acknowledged
+        if response.status == 200, let answer = NotificationAnswer.read(response.body) {
+            return DeliveryResponse(
+                tntId: answer.tntId,
+                edgeHost: answer.edgeHost,
+                prefetched: [],
+                executed: [],
+                acknowledgedNotificationIds: answer.acknowledged
+            )
         }
         let json = try? JSONReader.read(response.body)
         guard response.status == 200 else {

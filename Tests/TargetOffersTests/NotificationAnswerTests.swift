@@ -6,13 +6,26 @@ import UpstreamHTTP
 
 /// The one-pass reader of Target's answer to notifications: whatever it accepts, the general reader reads
 /// the same; what it does not accept, the general reader decides.
-@Suite struct AcknowledgementScanTests {
+@Suite struct NotificationAnswerTests {
     private static let plain = Array(
         """
         {"status":200,"requestId":"r-1","client":"acme","id":{"tntId":"abc.28_0"},\
         "edgeHost":"mboxedge28.tt.omtrdc.net","notifications":[{"id":"n-1"},{"id":"n-2"}]}
         """.utf8
     )
+
+    /// What the one-pass reader makes of `body`, as the sender reads it.
+    private func scan(_ body: [UInt8]) -> DeliveryResponse? {
+        NotificationAnswer.read(body).map {
+            DeliveryResponse(
+                tntId: $0.tntId,
+                edgeHost: $0.edgeHost,
+                prefetched: [],
+                executed: [],
+                acknowledgedNotificationIds: $0.acknowledged
+            )
+        }
+    }
 
     /// What the general path makes of `body`: nil when it fails.
     private func general(_ body: [UInt8]) -> DeliveryResponse? {
@@ -26,7 +39,7 @@ import UpstreamHTTP
     }
 
     @Test func readsThePlainAnswerAsTheGeneralReaderDoes() throws {
-        let scanned = try #require(AcknowledgementScan.read(Self.plain))
+        let scanned = try #require(scan(Self.plain))
         #expect(scanned.acknowledgedNotificationIds == ["n-1", "n-2"])
         #expect(scanned.tntId == "abc.28_0" && scanned.edgeHost == "mboxedge28.tt.omtrdc.net")
         #expect(same(scanned, try #require(general(Self.plain))))
@@ -48,11 +61,11 @@ import UpstreamHTTP
             #"{"status":200,}"#,
             #"[]"#,
         ] {
-            #expect(AcknowledgementScan.read(Array(text.utf8)) == nil, "\(text)")
+            #expect(scan(Array(text.utf8)) == nil, "\(text)")
         }
-        #expect(AcknowledgementScan.read(Array(" { } ".utf8)) != nil)
+        #expect(scan(Array(" { } ".utf8)) != nil)
         #expect(
-            AcknowledgementScan.read(Array(#"{"notifications":[{},{"id":"x","trace":"t"}]}"#.utf8))?
+            scan(Array(#"{"notifications":[{},{"id":"x","trace":"t"}]}"#.utf8))?
                 .acknowledgedNotificationIds == ["x"]
         )
     }
@@ -71,7 +84,7 @@ import UpstreamHTTP
                 default: body.insert(alphabet.randomElement(using: &generator)!, at: position)
                 }
             }
-            guard let scanned = AcknowledgementScan.read(body) else { continue }
+            guard let scanned = scan(body) else { continue }
             accepted += 1
             guard let read = general(body) else {
                 Issue.record("accepted what the general reader refuses: \(String(decoding: body, as: UTF8.self))")
