@@ -108,7 +108,18 @@ public enum ArtifactPolling {
         interval: Duration?,
         using generator: inout Generator
     ) -> Duration? {
-        guard result.isFailure else { return interval }
+        delay(failed: result.isFailure, failuresInARow: failuresInARow, interval: interval, using: &generator)
+    }
+
+    /// The same, for any poller on the artifact's cadence (the geo lookup): the interval after a success,
+    /// the back-off (at most the interval) after failures.
+    public static func delay<Generator: RandomNumberGenerator>(
+        failed: Bool,
+        failuresInARow: Int,
+        interval: Duration?,
+        using generator: inout Generator
+    ) -> Duration? {
+        guard failed else { return interval }
         let backoff = retry.delay(attempt: failuresInARow, using: &generator)
         return interval.map { min($0, backoff) } ?? backoff
     }

@@ -91,18 +91,6 @@ public enum GeoPolling {
         return .located(answer)
     }
 
-    /// How long after a lookup the next one is due: the artifact's polling interval (nil: not until a
-    /// reload or a new artifact asks), or after failures the artifact fetch's back-off, at most the interval.
-    public static func delay<Generator: RandomNumberGenerator>(
-        failed: Bool,
-        failuresInARow: Int,
-        interval: Duration?,
-        using generator: inout Generator
-    ) -> Duration? {
-        guard failed else { return interval }
-        let backoff = ArtifactPolling.retry.delay(attempt: failuresInARow, using: &generator)
-        return interval.map { min($0, backoff) } ?? backoff
-    }
 }
 
 /// The location held and what is known about it, behind one lock.

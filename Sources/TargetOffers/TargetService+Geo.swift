@@ -74,7 +74,7 @@ extension TargetService {
                     let answer = await fetchGeo(configuration)
                     let failures = geoBox.withLock { $0.status.failuresInARow }
                     if case .failed = answer {
-                        due = GeoPolling.delay(
+                        due = ArtifactPolling.delay(
                             failed: true,
                             failuresInARow: failures,
                             interval: configuration.artifactPollingInterval,

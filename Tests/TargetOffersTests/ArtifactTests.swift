@@ -131,17 +131,7 @@ private struct FixedGenerator: RandomNumberGenerator {
 
 @Suite struct ArtifactKeepingTests {
     private func service(_ transport: ScriptedTransport, folder: String) -> TargetService {
-        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
-        configuration.decisioningMethod = .onDevice
-        configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
-        return TargetService(
-            configuration: configuration,
-            transport: transport,
-            stateDirectory: folder,
-            clock: manualClock(),
-            logger: logger,
-            publish: { _, _ in }
-        )
+        onDeviceService(transport, folder: folder)
     }
 
     @Test func aDownloadIsKeptAndSentBackAsIfNoneMatchAndReadAtTheNextStart() async throws {

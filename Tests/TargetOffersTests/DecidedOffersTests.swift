@@ -31,20 +31,10 @@ import UpstreamHTTP
     }
 
     private func box() async throws -> Box {
-        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
-        configuration.decisioningMethod = .onDevice
-        configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
         let transport = ScriptedTransport()
         transport.answer(HTTPResponse(status: 200, body: Self.artifact))
         let clock = manualClock()
-        let target = TargetService(
-            configuration: configuration,
-            transport: transport,
-            stateDirectory: nil,
-            clock: clock,
-            logger: logger,
-            publish: { _, _ in }
-        )
+        let target = onDeviceService(transport, folder: nil, clock: clock)
         #expect(await target.fetchArtifact() == .updated)
         return Box(target: target, clock: clock)
     }

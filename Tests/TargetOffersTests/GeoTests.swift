@@ -67,32 +67,27 @@ private struct FixedGenerator: RandomNumberGenerator {
     @Test func successesWaitTheIntervalAndFailuresBackOffAsTheArtifactDoes() {
         var generator = FixedGenerator()
         let interval = Duration.seconds(300)
-        #expect(GeoPolling.delay(failed: false, failuresInARow: 0, interval: interval, using: &generator) == interval)
-        #expect(GeoPolling.delay(failed: false, failuresInARow: 0, interval: nil, using: &generator) == nil)
-        #expect(GeoPolling.delay(failed: true, failuresInARow: 1, interval: interval, using: &generator) == .seconds(5))
         #expect(
-            GeoPolling.delay(failed: true, failuresInARow: 20, interval: .seconds(60), using: &generator)
+            ArtifactPolling.delay(failed: false, failuresInARow: 0, interval: interval, using: &generator) == interval
+        )
+        #expect(ArtifactPolling.delay(failed: false, failuresInARow: 0, interval: nil, using: &generator) == nil)
+        #expect(
+            ArtifactPolling.delay(failed: true, failuresInARow: 1, interval: interval, using: &generator) == .seconds(5)
+        )
+        #expect(
+            ArtifactPolling.delay(failed: true, failuresInARow: 20, interval: .seconds(60), using: &generator)
                 == .seconds(60)
         )
-        #expect(GeoPolling.delay(failed: true, failuresInARow: 20, interval: nil, using: &generator) == .seconds(150))
+        #expect(
+            ArtifactPolling.delay(failed: true, failuresInARow: 20, interval: nil, using: &generator) == .seconds(150)
+        )
         #expect(GeoPolling.defaultURL == "https://assets.adobetarget.com/v1/geo")
     }
 }
 
 @Suite struct GeoKeepingTests {
     private func service(_ transport: ScriptedTransport, folder: String) -> TargetService {
-        var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
-        configuration.decisioningMethod = .onDevice
-        configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
-        configuration.geoURL = "http://127.0.0.1:9/v1/geo"
-        return TargetService(
-            configuration: configuration,
-            transport: transport,
-            stateDirectory: folder,
-            clock: manualClock(),
-            logger: logger,
-            publish: { _, _ in }
-        )
+        onDeviceService(transport, folder: folder)
     }
 
     private func folder() -> String {

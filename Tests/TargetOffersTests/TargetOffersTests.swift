@@ -49,6 +49,27 @@ func offer(
 
 let logger = Logger(label: "test")
 
+/// A service deciding on the box (`on-device`), with the artifact's and the geo service's addresses on a
+/// port nothing answers: the scripted transport stands in for both.
+func onDeviceService(
+    _ transport: ScriptedTransport,
+    folder: String?,
+    clock: ManualClock = manualClock()
+) -> TargetService {
+    var configuration = TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9")
+    configuration.decisioningMethod = .onDevice
+    configuration.artifactURL = "http://127.0.0.1:9/acme/production/v1/rules.json"
+    configuration.geoURL = "http://127.0.0.1:9/v1/geo"
+    return TargetService(
+        configuration: configuration,
+        transport: transport,
+        stateDirectory: folder,
+        clock: clock,
+        logger: logger,
+        publish: { _, _ in }
+    )
+}
+
 @Suite struct RandomUUIDTests {
     @Test func versionFourLowercaseAndUnique() {
         var seen = Set<String>()
