@@ -73,16 +73,14 @@ extension TargetService {
                 if targetsByGeo, privacy != .optedOut, let next = due, clock.now() >= next {
                     let answer = await fetchGeo(configuration)
                     let failures = geoBox.withLock { $0.status.failuresInARow }
-                    if case .failed = answer {
-                        due = ArtifactPolling.delay(
-                            failed: true,
-                            failuresInARow: failures,
-                            interval: configuration.artifactPollingInterval,
-                            using: &generator
-                        ).map { clock.now() + $0 }
-                    } else {
-                        due = configuration.artifactPollingInterval.map { clock.now() + $0 }
-                    }
+                    var failed = false
+                    if case .failed = answer { failed = true }
+                    due = ArtifactPolling.delay(
+                        failed: failed,
+                        failuresInARow: failures,
+                        interval: configuration.artifactPollingInterval,
+                        using: &generator
+                    ).map { clock.now() + $0 }
                 }
             }
             try? await Task.sleep(for: .milliseconds(200))

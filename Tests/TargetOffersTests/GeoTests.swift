@@ -90,6 +90,15 @@ private struct FixedGenerator: RandomNumberGenerator {
         onDeviceService(transport, folder: folder)
     }
 
+    /// A service holding the geo sample artifact, and its transport (which then answers for the geo service).
+    private func holdingTheGeoArtifact(folder: String) async -> (TargetService, ScriptedTransport) {
+        let transport = ScriptedTransport()
+        let target = service(transport, folder: folder)
+        transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON()))
+        #expect(await target.fetchArtifact() == .updated)
+        return (target, transport)
+    }
+
     private func folder() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("geo-\(UUID())").path
     }
@@ -135,10 +144,7 @@ private struct FixedGenerator: RandomNumberGenerator {
     @Test func aGeoTargetedMboxIsDecidedWithThePlaceHeldAndWithoutOneBeforeIt() async throws {
         let folder = folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let transport = ScriptedTransport()
-        let target = service(transport, folder: folder)
-        transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON()))
-        #expect(await target.fetchArtifact() == .updated)
+        let (target, transport) = await holdingTheGeoArtifact(folder: folder)
         let mbox = DeliveryMbox(name: "geo-offer", targeting: MboxTargeting())
         let engine = try #require(target.onDeviceEngine)
 
@@ -170,10 +176,7 @@ private struct FixedGenerator: RandomNumberGenerator {
     @Test func thePollerLooksTheBoxUpOnceAGeoTargetingArtifactIsHeld() async throws {
         let folder = folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let transport = ScriptedTransport()
-        let target = service(transport, folder: folder)
-        transport.answer(HTTPResponse(status: 200, body: geoArtifactJSON()))
-        #expect(await target.fetchArtifact() == .updated)
+        let (target, transport) = await holdingTheGeoArtifact(folder: folder)
         transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
         let poller = Task { await target.runGeoPolling() }
         defer { poller.cancel() }
