@@ -253,8 +253,20 @@ class TargetState:
 
     def is_click_token(self, token: Any) -> bool:
         """Whether `token` is a click token of some mbox (issued, or one a current offer would issue)."""
-        names = set(self.issued_click_tokens) | {n for offers, _ in self.offer_sets() for n in offers}
-        return any(token in self.click_tokens_for(name) for name in names)
+        return token in self.all_click_tokens()
+
+    def all_click_tokens(self) -> set[str]:
+        """Every click token issued, and every one a current offer (any workspace or preview) would issue: one
+        pass over the offers, so that a request of many notifications checks each token against a set (asked
+        per token and per mbox, this took about 1 s for 50 notifications against 10,000 offers)."""
+        tokens = {token for issued in self.issued_click_tokens.values() for token in issued}
+        for offers, _ in self.offer_sets():
+            for name, offer in offers.items():
+                if isinstance(offer, dict) and offer.get("clickMetric"):
+                    token = metrics.click_token(name, offer)
+                    if token is not None:
+                        tokens.add(token)
+        return tokens
 
     def notification_rules(self) -> dict:
         with self.lock:
@@ -532,8 +544,8 @@ def _timestamp_problem(state: TargetState, timestamp: Any, now: float) -> str | 
     return None
 
 
-def _token_problem(state: TargetState, token: Any) -> str | None:
-    if token in state.artifact_event_tokens():
+def _token_problem(state: TargetState, token: Any, artifact_tokens: set[str]) -> str | None:
+    if token in artifact_tokens:
         return f"{token} is revoked" if token in state.revoked_tokens else None
     if not _is_event_token(token):
         return f"{json.dumps(token)[:60]} is not an event token"
@@ -563,6 +575,8 @@ def notification_problems(state: TargetState, notifications: Any, now: float) ->
     description); a click notification needs the click token issued for its mbox."""
     problems: list[str] = []
     advisories: list[str] = []
+    click_tokens: set[str] | None = None  # made once per request, at the first token that needs it
+    artifact_tokens: set[str] | None = None  # likewise: the served artifacts' tokens, parsed from their JSON
     for i, note in enumerate(notifications if isinstance(notifications, list) else []):
         if not isinstance(note, dict):
             continue
@@ -584,10 +598,15 @@ def notification_problems(state: TargetState, notifications: Any, now: float) ->
                     problems.append(f"notifications[{i}].tokens[{j}]: {problem}{named}")
             continue
         for j, token in enumerate(tokens):
-            problem = _token_problem(state, token)
+            if artifact_tokens is None:
+                artifact_tokens = state.artifact_event_tokens()
+            problem = _token_problem(state, token, artifact_tokens)
             if problem:
                 problems.append(f"notifications[{i}].tokens[{j}]: {problem}{named}")
-            elif state.is_click_token(token):
+                continue
+            if click_tokens is None:
+                click_tokens = state.all_click_tokens()
+            if token in click_tokens:
                 advisories.append(f"advisory: $.notifications[{i}].tokens[{j}]: a click token in a "
                                   f"{note.get('type')} notification{named}")
     return problems, advisories
