@@ -58,6 +58,25 @@ struct HeldArtifact: Sendable {
         set { engine = newValue.map(DecisioningEngine.init(artifact:)) }
     }
     var status = ArtifactStatus()
+
+    /// Decides from `artifact` from now on, and says where it came from in `status` (the fetch's own
+    /// outcome is `record`ed apart).
+    mutating func hold(
+        _ artifact: DecisioningArtifact,
+        etag: String?,
+        source: ArtifactSource,
+        downloadedAtMs: Int64?,
+        url: String?
+    ) {
+        self.artifact = artifact
+        status.version = artifact.version
+        status.generatedAt = artifact.generatedAt
+        status.rules = artifact.rulesCount
+        status.etag = etag
+        status.source = source
+        status.downloadedAtMs = downloadedAtMs
+        status.url = url
+    }
 }
 
 /// The pure part of keeping the artifact: what a response means, and when to ask again.

@@ -108,15 +108,8 @@ extension TargetService {
         case .accepted(let artifact, let newETag):
             // Kept first: whoever sees `updated` in `status` finds the files written.
             keepArtifact(body, format: configuration.artifactFormat, url: url, etag: newETag, downloadedAtMs: now)
-            artifactBox.withLock { box in
-                box.artifact = artifact
-                box.status.version = artifact.version
-                box.status.generatedAt = artifact.generatedAt
-                box.status.rules = artifact.rulesCount
-                box.status.etag = newETag
-                box.status.source = .network
-                box.status.downloadedAtMs = now
-                box.status.url = url
+            artifactBox.withLock {
+                $0.hold(artifact, etag: newETag, source: .network, downloadedAtMs: now, url: url)
             }
             decisionInputsChanged()
             record(.updated, at: started, error: nil)
@@ -218,16 +211,10 @@ extension TargetService {
                 }
             let etag = meta["etag"]?.stringValue
             let url = meta["url"]?.stringValue
+            let downloadedAtMs = meta["downloadedAtMs"]?.doubleValue.map { Int64($0) }
             artifactBox.withLock { box in
                 guard box.artifact == nil else { return }
-                box.artifact = artifact
-                box.status.version = artifact.version
-                box.status.generatedAt = artifact.generatedAt
-                box.status.rules = artifact.rulesCount
-                box.status.etag = etag
-                box.status.source = .disk
-                box.status.downloadedAtMs = meta["downloadedAtMs"]?.doubleValue.map { Int64($0) }
-                box.status.url = url
+                box.hold(artifact, etag: etag, source: .disk, downloadedAtMs: downloadedAtMs, url: url)
             }
             decisionInputsChanged()
             logger.notice(
