@@ -259,33 +259,24 @@ extension ConfigurationValue where Value: FixedWidthInteger {
 extension ConfigurationValue where Value == Double {
     /// A number of seconds within `range`.
     static func seconds(_ range: ClosedRange<Double>) -> Self {
-        Self(
-            allowed: "seconds, \(Self.decimal(range.lowerBound)) to \(Self.decimal(range.upperBound))",
-            read: { (value, path) throws(ConfigurationError) in
-                guard let number = value.doubleValue, range.contains(number) else {
-                    throw ConfigurationError(
-                        key: path,
-                        message: "must be a number of seconds from \(range.lowerBound) to \(range.upperBound); "
-                            + "got \(JSONWriter.string(value))"
-                    )
-                }
-                return number
-            },
-            json: { .number($0) },
-            describe: { decimal($0) }
-        )
+        seconds(range, orZero: false)
     }
 
     /// 0 (never), or a number of seconds within `range`.
     static func zeroOrSeconds(_ range: ClosedRange<Double>) -> Self {
-        Self(
-            allowed: "0, or seconds \(Self.decimal(range.lowerBound)) to \(Self.decimal(range.upperBound))",
+        seconds(range, orZero: true)
+    }
+
+    private static func seconds(_ range: ClosedRange<Double>, orZero: Bool) -> Self {
+        let span = "\(Self.decimal(range.lowerBound)) to \(Self.decimal(range.upperBound))"
+        return Self(
+            allowed: orZero ? "0, or seconds \(span)" : "seconds, \(span)",
             read: { (value, path) throws(ConfigurationError) in
-                guard let number = value.doubleValue, number == 0 || range.contains(number) else {
+                guard let number = value.doubleValue, (orZero && number == 0) || range.contains(number) else {
                     throw ConfigurationError(
                         key: path,
-                        message: "must be 0 or a number of seconds from \(range.lowerBound) to \(range.upperBound); "
-                            + "got \(JSONWriter.string(value))"
+                        message: "must be \(orZero ? "0 or " : "")a number of seconds from \(range.lowerBound) to "
+                            + "\(range.upperBound); got \(JSONWriter.string(value))"
                     )
                 }
                 return number
