@@ -249,11 +249,16 @@ class Simulator:
         self.log.close()
 
 
-@pytest.fixture
-def agent():
-    """A preflightd of its own (upstreams unreachable), stopped and cleaned up after the test."""
-    folder = tempfile.mkdtemp(prefix="pf-py-", dir="/tmp")
+def agent_in_own_folder(prefix="pf-py-"):
+    """Yields a preflightd (upstreams unreachable) in a folder of its own; stops it and removes the folder."""
+    folder = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
     handle = start_agent(folder)
     yield handle
     stop_agent(handle)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def agent():
+    """A preflightd of its own (upstreams unreachable), stopped and cleaned up after the test."""
+    yield from agent_in_own_folder()

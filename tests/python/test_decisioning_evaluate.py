@@ -7,13 +7,11 @@ import calendar
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from agent_harness import REPO, bin_dir, ok, request, start_agent, stop_agent
+from agent_harness import REPO, agent_in_own_folder, bin_dir, ok, request
 
 CONFORMANCE = os.path.join(REPO, "..", "shared", "conformance", "target-sdk-testing")
 
@@ -121,11 +119,7 @@ def evaluate_args(case, conf, artifact):
 @pytest.fixture(scope="module")
 def shared_agent():
     """One preflightd for the module (upstreams unreachable): evaluating touches nothing, so cases can share it."""
-    folder = tempfile.mkdtemp(prefix="pf-de-", dir="/tmp")
-    handle = start_agent(folder)
-    yield handle
-    stop_agent(handle)
-    shutil.rmtree(folder, ignore_errors=True)
+    yield from agent_in_own_folder("pf-de-")
 
 
 def test_the_conformance_cases_are_there():
