@@ -13,7 +13,13 @@ final class Simulator {
     /// The repository root (this file lives in `Tests/PassEntitlementTests/`).
     static let repository = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let specs = repository.deletingLastPathComponent().appendingPathComponent("shared/specs")
+    /// `$PREFLIGHT_SHARED/specs`, else `shared/specs` beside the repository (as the simulator reads it).
+    static let specs: URL = {
+        if let shared = ProcessInfo.processInfo.environment["PREFLIGHT_SHARED"], !shared.isEmpty {
+            return URL(fileURLWithPath: shared).appendingPathComponent("specs")
+        }
+        return repository.deletingLastPathComponent().appendingPathComponent("shared/specs")
+    }()
     static let script = repository.appendingPathComponent("tools/preflight-sim")
 
     /// Whether the specs and the simulator are there to run against.
@@ -125,7 +131,7 @@ private func makeEntitlement(
     .serialized,
     .enabled(
         if: Simulator.isAvailable,
-        "needs ../shared/specs (the Adobe Pass OpenAPI files) and tools/preflight-sim; absent in a bare clone"
+        "needs ../shared/specs or $PREFLIGHT_SHARED/specs (the Adobe Pass OpenAPI files) and tools/preflight-sim; absent in a bare clone"
     )
 )
 struct SimulatorTests {

@@ -16,10 +16,16 @@ struct ConformanceCase: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { "\(suite) / \(name)" }
 
-    /// The folder beside the package: `../shared/conformance/target-sdk-testing`.
-    static let folder: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/conformance/target-sdk-testing")
+    /// `$PREFLIGHT_SHARED/conformance/target-sdk-testing`, else the folder beside the package:
+    /// `../shared/conformance/target-sdk-testing`.
+    static let folder: URL = {
+        if let shared = ProcessInfo.processInfo.environment["PREFLIGHT_SHARED"], !shared.isEmpty {
+            return URL(fileURLWithPath: shared).appendingPathComponent("conformance/target-sdk-testing")
+        }
+        return URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("shared/conformance/target-sdk-testing")
+    }()
 
     /// Every case of every suite in `models/`, suites by file name, cases in file order; empty when
     /// the folder cannot be read (a separate test fails then).

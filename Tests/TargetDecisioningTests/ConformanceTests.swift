@@ -13,7 +13,7 @@ import Testing
         let folder = ConformanceCase.folder
         #expect(
             FileManager.default.fileExists(atPath: folder.appendingPathComponent("models").path),
-            "Adobe's conformance cases are missing: expected them in \(folder.path) (shared/conformance beside the package)"
+            "Adobe's conformance cases are missing: expected them in \(folder.path) (shared/conformance beside the package, or $PREFLIGHT_SHARED/conformance)"
         )
         let cases = try ConformanceCase.load()
         #expect(cases.count >= 55, "expected Adobe's 55 conformance cases in \(folder.path), found \(cases.count)")

@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -16,6 +17,11 @@ import zmq
 TEST_SOFTWARE_STATEMENT = "eyJhbGciOiJub25lIn0.eyJ0ZXN0IjoicHJlZmxpZ2h0LXNlY3JldCJ9.c2VjcmV0LXNpZ25hdHVyZQ"
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "simulator"))
+from preflight_sim.cli import shared_dir  # noqa: E402  (the one reading of $PREFLIGHT_SHARED)
+
+# Adobe's files, read in place: `specs/` and `conformance/target-sdk-testing/` ($PREFLIGHT_SHARED, else ../shared).
+CONFORMANCE = shared_dir() / "conformance" / "target-sdk-testing"
 
 
 def bin_dir():

@@ -1,6 +1,6 @@
 """`decisioning.evaluate` (admin) and `preflightctl decisioning evaluate`: what a box would get from a rules
 artifact, decided by the real agent's on-device engine. Every one of Adobe's conformance cases
-(../shared/conformance/target-sdk-testing, read in place) goes through the real agent and is compared as
+(`$PREFLIGHT_SHARED/conformance/target-sdk-testing`, else ../shared, read in place) goes through the real agent and is compared as
 Adobe's runner compares it; bad arguments are refused field by field and change nothing."""
 
 import calendar
@@ -11,9 +11,7 @@ import subprocess
 
 import pytest
 
-from agent_harness import REPO, agent_in_own_folder, bin_dir, ok, request
-
-CONFORMANCE = os.path.join(REPO, "..", "shared", "conformance", "target-sdk-testing")
+from agent_harness import CONFORMANCE, REPO, agent_in_own_folder, bin_dir, ok, request
 
 
 def read_json(path):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_harness import Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import CONFORMANCE, Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent, wait_until
 from test_reload import rewrite_config
 
-ADOBE_ARTIFACTS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "target-sdk-testing" / "artifacts"
+ADOBE_ARTIFACTS = CONFORMANCE / "artifacts"
 AB_SIMPLE = ADOBE_ARTIFACTS / "TEST_ARTIFACT_AB_SIMPLE.json"
 
 

@@ -22,10 +22,18 @@ from preflight_sim.validation import SpecError, SpecSet
 LOCAL_HOSTS = {"127.0.0.1": socket.AF_INET, "localhost": socket.AF_INET, "::1": socket.AF_INET6}
 
 
-def default_specs_dir() -> Path:
-    # <repo>/tools/simulator/preflight_sim/cli.py -> <repo>/../shared/specs
+def shared_dir() -> Path:
+    """The folder with Adobe's files the tests and the simulator read in place (`specs/`, `conformance/`):
+    `$PREFLIGHT_SHARED` when set, else `shared/` beside the repository."""
+    if os.environ.get("PREFLIGHT_SHARED"):
+        return Path(os.environ["PREFLIGHT_SHARED"]).resolve()
+    # <repo>/tools/simulator/preflight_sim/cli.py -> <repo>/../shared
     repo_root = Path(__file__).resolve().parent.parent.parent.parent
-    return (repo_root.parent / "shared" / "specs").resolve()
+    return (repo_root.parent / "shared").resolve()
+
+
+def default_specs_dir() -> Path:
+    return shared_dir() / "specs"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -36,7 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8088, help="TCP port (0 picks a free one; default 8088)")
     parser.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default), ::1 or localhost only")
     parser.add_argument("--specs", type=Path, default=None,
-                        help="folder with target-delivery/ and adobe-pass/ (default: <repo>/../shared/specs)")
+                        help="folder with target-delivery/ and adobe-pass/ (default: $PREFLIGHT_SHARED/specs, else <repo>/../shared/specs)")
     parser.add_argument("--offers", type=Path, default=None, help="JSON file of Target offers per mbox")
     parser.add_argument("--edge-host", default=target.EDGE_HOST,
                         help=f"edgeHost Target responses name, any string, served as given "

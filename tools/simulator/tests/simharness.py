@@ -20,7 +20,11 @@ import requests
 
 REPO = Path(__file__).resolve().parents[3]
 SIM = REPO / "tools" / "preflight-sim"
-SPECS = (REPO.parent / "shared" / "specs").resolve()
+sys.path.insert(0, str(REPO / "tools" / "simulator"))
+from preflight_sim.cli import shared_dir  # noqa: E402  (the one reading of $PREFLIGHT_SHARED)
+
+SHARED = shared_dir()
+SPECS = SHARED / "specs"
 STARTUP_DEADLINE_S = 30.0
 
 requires_specs = pytest.mark.skipif(not SPECS.is_dir(),

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from simharness import clean_sim, sim  # noqa: F401 - fixtures
+from simharness import SHARED, clean_sim, sim  # noqa: F401 - fixtures
 
-ADOBE_ARTIFACT = (Path(__file__).resolve().parents[3].parent / "shared" / "conformance" / "target-sdk-testing"
-                  / "artifacts" / "TEST_ARTIFACT_AB_SIMPLE.json")
+ADOBE_ARTIFACT = SHARED / "conformance" / "target-sdk-testing" / "artifacts" / "TEST_ARTIFACT_AB_SIMPLE.json"
 
 
 def small_artifact(version: str = "1.0.0", generated: str = "2026-02-01T00:00:00.000Z") -> dict:
