@@ -64,11 +64,15 @@ struct NotificationBook: Sendable {
         guard let first = pending.first else { return [] }
         let wanted = ride ? property : first.property
         var batch: [DisplayNotification]
-        let run = pending.prefix(max).prefix { $0.property == wanted }
-        if run.count == min(max, pending.count) {
+        // Counted by index, holding no slice of `pending`: a live slice would make `removeFirst` copy the whole
+        // queue (copy on write) on every take, which under a flood of loads was most of the sender's work.
+        let limit = Swift.min(max, pending.count)
+        var run = 0
+        while run < limit, pending[run].property == wanted { run += 1 }
+        if run == limit {
             // One property at the front (every box with one publisher): a slice off the front.
-            batch = Array(run)
-            pending.removeFirst(batch.count)
+            batch = Array(pending[..<run])
+            pending.removeFirst(run)
         } else {
             // Several properties interleaved: this property's oldest, the others keeping their order.
             batch = []
