@@ -1,27 +1,78 @@
 import PreflightCore
 import PreflightProtocol
+import Synchronization
 
 /// A notification for Target: a prefetched mbox was shown (`display`), or an offer was clicked (`click`).
 ///
 /// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
 /// later into a Delivery request as those bytes, never rebuilt as a tree.
+///
+/// A value whose fields live in one immutable object: a copy (into a batch, the in-flight table, a request)
+/// is one reference count, where the fields themselves were five references and about 350 instructions to
+/// copy and destroy; a notification was copied six times between its queueing and Target's answer.
 public struct DisplayNotification: Sendable, Hashable {
-    public var id: String
-    public private(set) var timestampMs: Int64
-    public var mboxName: String
+    private final class Fields: Sendable {
+        let id: String
+        let timestampMs: Int64
+        let mboxName: String
+        let property: String?
+        let stampedByBoxClock: Bool
+        let encoded: [UInt8]
+        let timestampDigits: Range<Int>
+        let serial: Int
+
+        init(
+            id: String,
+            timestampMs: Int64,
+            mboxName: String,
+            property: String?,
+            stampedByBoxClock: Bool,
+            encoded: [UInt8],
+            timestampDigits: Range<Int>,
+            serial: Int
+        ) {
+            self.id = id
+            self.timestampMs = timestampMs
+            self.mboxName = mboxName
+            self.property = property
+            self.stampedByBoxClock = stampedByBoxClock
+            self.encoded = encoded
+            self.timestampDigits = timestampDigits
+            self.serial = serial
+        }
+    }
+
+    private var fields: Fields
+
+    public var id: String { fields.id }
+    public var timestampMs: Int64 { fields.timestampMs }
+    public var mboxName: String { fields.mboxName }
     /// The property token of the offer it counts; nil: the configured property. A Delivery request carries one
     /// property, so notifications are batched by it.
-    public var property: String?
+    public var property: String? { fields.property }
     /// Stamped by the box's own clock before any upstream response told the agent the real time; it is
     /// stamped again when it is sent (`restamp`), by its age on the monotonic clock when it has one.
-    public private(set) var stampedByBoxClock: Bool
-    /// When it was displayed, on this run's monotonic clock; nil once replayed from the journal.
-    public var displayedAt: ContinuousClock.Instant?
+    public var stampedByBoxClock: Bool { fields.stampedByBoxClock }
     /// The Delivery API `notifications` item, encoded:
     /// `{id, type, timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
-    public private(set) var encoded: [UInt8]
-    /// Where the digits of `timestamp` are in `encoded`.
-    private var timestampDigits: Range<Int>
+    public var encoded: [UInt8] { fields.encoded }
+    /// This run's number for it, unique in the process and kept by `restamp`: the queue's in-flight table is
+    /// keyed by it (an integer's hash, not a 36-character id's, twice per notification).
+    var serial: Int { fields.serial }
+
+    private static let serials = Atomic<Int>(0)
+
+    public static func == (lhs: DisplayNotification, rhs: DisplayNotification) -> Bool {
+        lhs.fields === rhs.fields
+            || (lhs.id == rhs.id && lhs.timestampMs == rhs.timestampMs && lhs.mboxName == rhs.mboxName
+                && lhs.property == rhs.property && lhs.stampedByBoxClock == rhs.stampedByBoxClock
+                && lhs.encoded == rhs.encoded)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(timestampMs)
+    }
 
     /// Built on a cache hit from the offer's prepared fragment: no JSON tree, one buffer.
     ///
@@ -140,13 +191,16 @@ public struct DisplayNotification: Sendable, Hashable {
         encoded: [UInt8],
         timestampDigits: Range<Int>
     ) {
-        self.id = id
-        self.timestampMs = timestampMs
-        self.mboxName = mboxName
-        self.property = property
-        self.stampedByBoxClock = stampedByBoxClock
-        self.encoded = encoded
-        self.timestampDigits = timestampDigits
+        fields = Fields(
+            id: id,
+            timestampMs: timestampMs,
+            mboxName: mboxName,
+            property: property,
+            stampedByBoxClock: stampedByBoxClock,
+            encoded: encoded,
+            timestampDigits: timestampDigits,
+            serial: Self.serials.add(1, ordering: .relaxed).newValue
+        )
     }
 
     /// From a Delivery API `notifications` item (a journal entry; tests): `id` and `timestamp` are
@@ -186,9 +240,18 @@ public struct DisplayNotification: Sendable, Hashable {
     public mutating func restamp(_ timestampMs: Int64) {
         var digits = JSONWriter(reservingCapacity: 20)
         digits.writeInteger(timestampMs)
-        encoded.replaceSubrange(timestampDigits, with: digits.bytes)
-        timestampDigits = timestampDigits.lowerBound..<(timestampDigits.lowerBound + digits.bytes.count)
-        self.timestampMs = timestampMs
-        stampedByBoxClock = false
+        var encoded = fields.encoded
+        encoded.replaceSubrange(fields.timestampDigits, with: digits.bytes)
+        let start = fields.timestampDigits.lowerBound
+        fields = Fields(
+            id: fields.id,
+            timestampMs: timestampMs,
+            mboxName: fields.mboxName,
+            property: fields.property,
+            stampedByBoxClock: false,
+            encoded: encoded,
+            timestampDigits: start..<(start + digits.bytes.count),
+            serial: fields.serial
+        )
     }
 }

@@ -7,7 +7,8 @@ import PreflightCore
 /// (which owns the lock and the journal) stays glue, and every rule here is tested without a disk.
 struct NotificationBook: Sendable {
     private(set) var pending = Deque<DisplayNotification>()
-    private(set) var inFlight: [String: DisplayNotification] = [:]
+    /// Keyed by `serial`: an integer hashes in a few instructions, a 36-character id in hundreds.
+    private(set) var inFlight: [Int: DisplayNotification] = [:]
     private(set) var counters = NotificationQueue.Counters()
     private(set) var consecutiveFailures = 0
     private(set) var retryAt: ContinuousClock.Instant?
@@ -86,7 +87,7 @@ struct NotificationBook: Sendable {
             }
             pending = others
         }
-        for notification in batch { inFlight[notification.id] = notification }
+        for notification in batch { inFlight[notification.serial] = notification }
         return batch
     }
 
@@ -100,12 +101,12 @@ struct NotificationBook: Sendable {
         var confirmed: [String] = []
         // By index: each element read in place, not copied out (a notification is five references).
         if acknowledged.count == batch.count, batch.indices.allSatisfy({ batch[$0].id == acknowledged[$0] }) {
-            for index in batch.indices { inFlight[batch[index].id] = nil }
+            for index in batch.indices { inFlight[batch[index].serial] = nil }
             confirmed = acknowledged
         } else {
             let acknowledged = Set(acknowledged)
             for notification in batch {
-                let live = inFlight.removeValue(forKey: notification.id) != nil
+                let live = inFlight.removeValue(forKey: notification.serial) != nil
                 if acknowledged.contains(notification.id) {
                     confirmed.append(notification.id)
                 } else if live {
@@ -130,7 +131,7 @@ struct NotificationBook: Sendable {
         now: ContinuousClock.Instant,
         epochMs: Int64
     ) {
-        pending.prepend(contentsOf: batch.filter { inFlight.removeValue(forKey: $0.id) != nil })
+        pending.prepend(contentsOf: batch.filter { inFlight.removeValue(forKey: $0.serial) != nil })
         consecutiveFailures += 1
         counters.failedAttempts += 1
         counters.lastError = error
@@ -141,7 +142,7 @@ struct NotificationBook: Sendable {
     /// Puts back a batch that rode along with work in a request Target refused as invalid: not a failure
     /// (no backoff), but suspects, to be sent on their own and isolated.
     mutating func suspect(_ batch: [DisplayNotification]) {
-        let live = batch.filter { inFlight.removeValue(forKey: $0.id) != nil }
+        let live = batch.filter { inFlight.removeValue(forKey: $0.serial) != nil }
         for notification in live { suspects.insert(notification.id) }
         pending.prepend(contentsOf: live)
     }
@@ -150,7 +151,7 @@ struct NotificationBook: Sendable {
     /// flight when their send settles (they are no longer live, so nothing puts them back). Returns the
     /// ids, for the journal.
     mutating func dropAll() -> [String] {
-        let dropped = Array(inFlight.keys) + pending.map(\.id)
+        let dropped = inFlight.values.map(\.id) + pending.map(\.id)
         counters.droppedOptedOut += dropped.count
         pending.removeAll()
         inFlight.removeAll()
@@ -163,7 +164,7 @@ struct NotificationBook: Sendable {
     /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.
     /// Returns its id, for the journal.
     mutating func reject(_ notification: DisplayNotification, reason: String, epochMs: Int64) -> [String] {
-        inFlight[notification.id] = nil
+        inFlight[notification.serial] = nil
         suspects.remove(notification.id)
         counters.refused += 1
         counters.lastRefusal = reason
