@@ -114,17 +114,14 @@ public struct JSONWriter: Sendable {
         text.withUTF8 { utf8 in
             // Copy runs that need no escaping in one go; most strings are one such run.
             var runStart = 0
-            for index in 0..<utf8.count {
-                let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < index {
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            while true {
+                let end = PlainRun.end(of: utf8, from: runStart, stoppingAtNonASCII: false)
+                if runStart < end {
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<end]))
                 }
-                runStart = index + 1
-                writeEscape(byte)
-            }
-            if runStart < utf8.count {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+                guard end < utf8.count else { break }
+                writeEscape(utf8[end])
+                runStart = end + 1
             }
         }
         bytes.append(UInt8(ascii: "\""))
