@@ -9,7 +9,7 @@ import tempfile
 
 from agent_harness import REPO, bin_dir
 
-SECTIONS = ["latency", "throughput", "hol", "economy", "http", "footprint", "growth"]
+SECTIONS = ["latency", "throughput", "hol", "economy", "http", "footprint", "growth", "steady"]
 
 
 def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
@@ -47,6 +47,8 @@ def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
     assert economy["coalesced"]["calls"] == 1
     assert economy["notifications"]["notificationsDelivered"] == economy["notifications"]["loads"]
     assert results["sections"]["hol"]["details"]["validRuns"] >= 1
+    steady = results["sections"]["steady"]["details"]
+    assert steady["sent"] == steady["loads"] and steady["droppedOverflow"] == 0
 
     # The table went to stdout; the doc is written only by a full run (or --write).
     assert "| section | measurement | reference | agent | ratio | goal | result |" in completed.stdout
