@@ -301,10 +301,16 @@ struct FastScanner {
     mutating func rawString() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
-        let end = PlainRun.end(of: bytes, from: start, stoppingAtNonASCII: true)
-        guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return nil }
-        index = end + 1
-        return start..<end
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return start..<(index - 1)
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        return nil
     }
 
     /// A string of ASCII text, with the two-character escapes decoded (`\"`, `\\`, `\/`, `\b`, `\f`,
@@ -313,17 +319,17 @@ struct FastScanner {
     private mutating func string() -> String? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
-        index = PlainRun.end(of: bytes, from: start, stoppingAtNonASCII: true)
-        guard index < bytes.count else { return nil }
-        switch bytes[index] {
-        case UInt8(ascii: "\""):
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)]), as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { return escapedString(from: start) }
+            guard byte >= 0x20, byte < 0x80 else { return nil }
             index += 1
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)]), as: UTF8.self)
-        case UInt8(ascii: "\\"):
-            return escapedString(from: start)
-        default:
-            return nil
         }
+        return nil
     }
 
     private mutating func escapedString(from start: Int) -> String? {

@@ -115,7 +115,7 @@ public struct JSONWriter: Sendable {
             // Copy runs that need no escaping in one go; most strings are one such run.
             var runStart = 0
             while true {
-                let end = PlainRun.end(of: utf8, from: runStart, stoppingAtNonASCII: false)
+                let end = PlainRun.end(of: utf8, from: runStart)
                 if runStart < end {
                     bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<end]))
                 }

@@ -5,20 +5,16 @@ import Testing
 /// `PlainRun.end` (eight bytes at a time) against the byte loop it replaced, on every byte value at every
 /// position of runs from 0 to 24 bytes (three words), and on random bytes.
 @Suite struct PlainRunTests {
-    private func byteLoop(_ bytes: [UInt8], from start: Int, stoppingAtNonASCII: Bool) -> Int {
+    private func byteLoop(_ bytes: [UInt8], from start: Int) -> Int {
         for index in start..<bytes.count {
             let byte = bytes[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
-                || (stoppingAtNonASCII && byte >= 0x80)
-            {
-                return index
-            }
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
         }
         return bytes.count
     }
 
-    private func run(_ bytes: [UInt8], from start: Int, stoppingAtNonASCII: Bool) -> Int {
-        bytes.withUnsafeBufferPointer { PlainRun.end(of: $0, from: start, stoppingAtNonASCII: stoppingAtNonASCII) }
+    private func run(_ bytes: [UInt8], from start: Int) -> Int {
+        bytes.withUnsafeBufferPointer { PlainRun.end(of: $0, from: start) }
     }
 
     @Test func everyByteValueAtEveryPositionIsFoundWhereTheByteLoopFindsIt() {
@@ -29,14 +25,11 @@ import Testing
                     var bytes = (0..<length).map { UInt8(0x41 + $0 % 26) }
                     if length > 3 { bytes[(position + 3) % length] = 0x9F }
                     bytes[position] = UInt8(value)
-                    for stopping in [false, true] {
-                        for start in [0, min(position, 3)] {
-                            #expect(
-                                run(bytes, from: start, stoppingAtNonASCII: stopping)
-                                    == byteLoop(bytes, from: start, stoppingAtNonASCII: stopping),
-                                "length \(length), byte \(value) at \(position), from \(start), stopping \(stopping)"
-                            )
-                        }
+                    for start in [0, min(position, 3)] {
+                        #expect(
+                            run(bytes, from: start) == byteLoop(bytes, from: start),
+                            "length \(length), byte \(value) at \(position), from \(start)"
+                        )
                     }
                 }
             }
@@ -53,13 +46,7 @@ import Testing
                     ? UInt8.random(in: 0...255, using: &generator) : UInt8.random(in: 0x20...0x7E, using: &generator)
             }
             let start = length == 0 ? 0 : Int.random(in: 0...length, using: &generator)
-            for stopping in [false, true] {
-                #expect(
-                    run(bytes, from: start, stoppingAtNonASCII: stopping)
-                        == byteLoop(bytes, from: start, stoppingAtNonASCII: stopping),
-                    "\(bytes) from \(start)"
-                )
-            }
+            #expect(run(bytes, from: start) == byteLoop(bytes, from: start), "\(bytes) from \(start)")
         }
     }
 
