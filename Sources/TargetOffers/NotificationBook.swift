@@ -99,7 +99,7 @@ struct NotificationBook: Sendable {
     mutating func complete(_ batch: [DisplayNotification], acknowledged: [String]) -> [String] {
         var unconfirmed: [DisplayNotification] = []
         var confirmed: [String] = []
-        // By index: each element read in place, not copied out (a notification is five references).
+        // By index: each element read in place, not copied out.
         if acknowledged.count == batch.count, batch.indices.allSatisfy({ batch[$0].id == acknowledged[$0] }) {
             for index in batch.indices { inFlight[batch[index].serial] = nil }
             confirmed = acknowledged

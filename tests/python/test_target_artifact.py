@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_harness import CONFORMANCE, Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent, wait_until
+from agent_harness import (CONFORMANCE, Events, Simulator, bin_dir, ok, read_log, request, start_agent, stop_agent,
+                           wait_until)
 from test_reload import rewrite_config
 
 ADOBE_ARTIFACTS = CONFORMANCE / "artifacts"
