@@ -112,15 +112,14 @@ public struct DeliveryCodec: Sendable {
         writer.write(.object(body))
         guard !notifications.isEmpty else { return writer.bytes }
         // `body` always has members (requestId, context), so the closing brace becomes a comma.
-        var bytes = writer.bytes
-        bytes.removeLast()
-        bytes.append(contentsOf: #","notifications":["#.utf8)
+        writer.bytes.removeLast()
+        writer.appendASCII(#","notifications":["#)
         for (offset, notification) in notifications.enumerated() {
-            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: notification.encoded)
+            if offset > 0 { writer.appendASCII(",") }
+            writer.writeRaw(notification.encoded)
         }
-        bytes.append(contentsOf: "]}".utf8)
-        return bytes
+        writer.appendASCII("]}")
+        return writer.bytes
     }
 
     /// `{serverURL or edge host}/rest/v1/delivery?client=…&sessionId=…`.

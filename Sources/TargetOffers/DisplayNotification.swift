@@ -157,10 +157,10 @@ public struct DisplayNotification: Sendable, Hashable {
             reservingCapacity: 160 + fragment.count + (targetingMembers.isEmpty ? 0 : 64 * targetingMembers.count)
         )
         writer.appendASCII("{\"id\":\"")
-        writer.appendASCII(id)  // hex digits and dashes: nothing to escape
+        writer.appendUnescaped(id)  // hex digits and dashes: nothing to escape
         if withImpressionId {
             writer.appendASCII("\",\"impressionId\":\"")
-            writer.appendASCII(RandomUUID.make())
+            writer.appendUnescaped(RandomUUID.make())
         }
         writer.appendASCII(typeAndTimestamp)
         let digitsStart = writer.bytes.count
