@@ -52,30 +52,40 @@ extension IPCServer {
     }
 
     func runLoop(_ sockets: Sockets) {
-        var items = [
-            PollItem(socket: sockets.app, events: .readable),
-            PollItem(socket: sockets.admin, events: .readable),
-            PollItem(fileDescriptor: wakeUp.fileDescriptor, events: .readable),
-        ]
-        let peerCheck = sockets.zap.map { _ in AdminPeerCheck(allowedGroups: endpoints.allowedAdminGroups) }
-        if let zap = sockets.zap {
-            items.append(PollItem(socket: zap, events: .readable))
+        // Socket 0 the app endpoint, 1 the admin endpoint, 2 the ZAP handler when there is one; descriptor 0
+        // the wake-up signal of replies and events queued by other threads.
+        let roles = [(index: 0, role: EndpointRole.app), (index: 1, role: EndpointRole.admin)]
+        let zapIndex = 2
+        var waiter: MessageWaiter
+        do {
+            waiter = try MessageWaiter(
+                sockets: [sockets.app, sockets.admin] + (sockets.zap.map { [$0] } ?? []),
+                fileDescriptors: [wakeUp.fileDescriptor]
+            )
+        } catch {
+            logger.critical("cannot watch the sockets; stopping the I/O loop", metadata: ["error": "\(error)"])
+            return
         }
+        let peerCheck = sockets.zap.map { _ in AdminPeerCheck(allowedGroups: endpoints.allowedAdminGroups) }
         while true {
+            let ready: MessageWaiter.Ready
             do {
-                _ = try poll(&items, timeout: tickInterval)
+                ready = try waiter.wait(timeout: tickInterval)
             } catch {
-                logger.critical("zmq_poll failed; stopping the I/O loop", metadata: ["error": "\(error)"])
+                logger.critical("waiting on the sockets failed; stopping the I/O loop", metadata: ["error": "\(error)"])
                 return
             }
             onTick?()
-            if items[2].returnedEvents.contains(.readable) {
+            if ready.fileDescriptor(0) {
                 wakeUp.drain()
             }
-            if let zap = sockets.zap, let peerCheck, items[3].returnedEvents.contains(.readable) {
+            if let zap = sockets.zap, let peerCheck, ready.socket(zapIndex) {
                 answerHandshakes(on: zap, peerCheck)
+                waiter.used(zapIndex)
             }
-            flushOutgoing(sockets)
+            if flushOutgoing(sockets) {
+                for (index, _) in roles { waiter.used(index) }
+            }
             // The clock is read only while draining: this runs on every turn of the loop.
             let draining = shared.withLock { $0.admission.isDraining }
             if draining, shared.withLock({ $0.admission.drainIsOver(now: .now) }) {
@@ -83,14 +93,14 @@ extension IPCServer {
                 return
             }
             // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
-            for (index, role) in [(0, EndpointRole.app), (1, EndpointRole.admin)]
-            where items[index].returnedEvents.contains(.readable) {
+            for (index, role) in roles where ready.socket(index) {
                 receiveBatch(
                     from: sockets.socket(for: role),
                     role: role,
                     checkPeers: role == .admin && sockets.zap != nil,
                     draining: draining
                 )
+                waiter.used(index)
             }
         }
     }
@@ -201,16 +211,20 @@ extension IPCServer {
         return frames
     }
 
-    func flushOutgoing(_ sockets: Sockets) {
+    /// Sends the replies and events other threads queued; true when it sent on the app or admin socket.
+    @discardableResult
+    func flushOutgoing(_ sockets: Sockets) -> Bool {
         let batch = shared.withLock { state -> [Outgoing] in
             defer { state.outgoing = [] }
             return state.outgoing
         }
+        var usedRouters = false
         for item in batch {
             switch item {
             case .reply(let role, let frames, let deferred):
                 if deferred { shared.withLock { $0.admission.release(peer: frames[0]) } }
                 send(frames, on: sockets.socket(for: role), role: role)
+                usedRouters = true
             case .event(let topic, let body):
                 do {
                     try sockets.events.send([Array(topic.utf8), body], dontWait: true)
@@ -220,6 +234,7 @@ extension IPCServer {
                 }
             }
         }
+        return usedRouters
     }
 
     func send(_ frames: [[UInt8]], on socket: ZeroMQSocket, role: EndpointRole) {

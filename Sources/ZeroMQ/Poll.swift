@@ -93,7 +93,7 @@ private func wait(
 
 /// The time from `now` to `deadline` in whole milliseconds, rounded up so that a sub-millisecond remainder still
 /// waits instead of spinning, and capped at `Int32.max` because zmq_poll hands it on to poll(2) as a C `int`.
-private func pollMilliseconds(until deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Int {
+func pollMilliseconds(until deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Int {
     let remaining = now.duration(to: deadline)
     guard remaining > .zero else {
         return 0
