@@ -81,7 +81,8 @@ extension IPCServer {
             }
             if let zap = sockets.zap, let peerCheck, ready.socket(zapIndex) {
                 answerHandshakes(on: zap, peerCheck)
-                waiter.used(zapIndex)
+                // Each reply goes out before the next receive: the last receive found none waiting.
+                waiter.drained(zapIndex)
             }
             if flushOutgoing(sockets) {
                 for (index, _) in roles { waiter.used(index) }
@@ -93,22 +94,36 @@ extension IPCServer {
                 return
             }
             // A bounded batch per socket per turn: the admin endpoint stays responsive under an app flood.
+            // The waiter's contract (MessageWaiter): a socket that may have messages is received from until
+            // it has none (drained), unless the batch is full; a socket sent on since is looked at again.
             for (index, role) in roles where ready.socket(index) {
-                receiveBatch(
+                let batch = receiveBatch(
                     from: sockets.socket(for: role),
                     role: role,
                     checkPeers: role == .admin && sockets.zap != nil,
                     draining: draining
                 )
-                waiter.used(index)
+                if batch.sent {
+                    waiter.used(index)
+                } else if batch.drained {
+                    waiter.drained(index)
+                }
             }
         }
     }
 
     /// Handles up to 256 waiting requests, then lets the handler commit what they queued, then sends
-    /// their replies: a reply never leaves before the work it reports is durable.
-    func receiveBatch(from socket: ZeroMQSocket, role: EndpointRole, checkPeers: Bool, draining: Bool) {
+    /// their replies: a reply never leaves before the work it reports is durable. `drained`: the batch ended
+    /// because the socket had no more (or failed); `sent`: it sent on the socket after that.
+    func receiveBatch(
+        from socket: ZeroMQSocket,
+        role: EndpointRole,
+        checkPeers: Bool,
+        draining: Bool
+    ) -> (drained: Bool, sent: Bool) {
         var replies: [[[UInt8]]] = []
+        var drained = false
+        var sent = false
         for _ in 0..<256 {
             let frames: [[UInt8]]
             do {
@@ -117,6 +132,7 @@ extension IPCServer {
                     frames = received.frames
                     if received.property != AdminPeerCheck.allowedUserId {
                         refuseAdminPeer(frames, on: socket)
+                        sent = true
                         continue
                     }
                 } else {
@@ -126,17 +142,19 @@ extension IPCServer {
                 if error != .wouldBlock {
                     logger.error("receive failed", metadata: ["endpoint": "\(role)", "error": "\(error)"])
                 }
+                drained = true
                 break
             }
             if let reply = handleMessage(frames, role: role, draining: draining) {
                 replies.append(reply)
             }
         }
-        guard !replies.isEmpty else { return }
+        guard !replies.isEmpty else { return (drained, sent) }
         handler.endOfBatch()
         for reply in replies {
             send(reply, on: socket, role: role)
         }
+        return (drained, true)
     }
 
     /// Answers every waiting ZAP handshake (admin connections only: no other socket has a domain).

@@ -6,21 +6,26 @@ import Glibc
 import Darwin
 #endif
 
-/// Waits until one of a fixed set of sockets has a message to receive, or one of a fixed set of plain file
+/// Waits until one of a fixed set of sockets may have a message to receive, or one of a fixed set of plain file
 /// descriptors is readable: `poll(_:timeout:)` for a loop that waits on the same sockets on every turn.
 ///
 /// `zmq_poll` reads each socket's `ZMQ_FD` and `ZMQ_EVENTS` on every call, and `ZMQ_EVENTS` twice when it has
-/// to wait: for the agent's two sockets, about 3,800 instructions per wake-up under callgrind. This reads each
-/// socket's `ZMQ_FD` once, sleeps in one `poll(2)` on those descriptors and the plain ones, and reads
-/// `ZMQ_EVENTS` only of a socket that may have changed: its descriptor signalled, or it was used (`used(_:)`)
-/// since it last had nothing to receive.
+/// to wait: for the agent's two sockets, about 3,800 instructions per wake-up under callgrind, and a read of
+/// `ZMQ_EVENTS` alone costs about 775. This reads each socket's `ZMQ_FD` once, sleeps in one `poll(2)` on those
+/// descriptors and the plain ones, and never reads `ZMQ_EVENTS`: a socket is reported when it *may* have a
+/// message, and the caller finds out by receiving, which it does anyway.
 ///
-/// The rule comes from libzmq's contract for `ZMQ_FD` (zmq_getsockopt(3)): the descriptor is edge-triggered.
-/// It signals that commands reached the socket, and any operation on the socket (a send, a receive, reading
-/// `ZMQ_EVENTS`) may take those commands in without the descriptor staying readable. A message can therefore
-/// be waiting behind a silent descriptor after a send or a receive; reading `ZMQ_EVENTS` before sleeping
-/// finds it. A socket whose `ZMQ_EVENTS` said "nothing", and that nothing has used since, signals its
-/// descriptor before it has a message again: that one is not read.
+/// The contract is the edge-triggered one of libzmq's `ZMQ_FD` (zmq_getsockopt(3)). The descriptor signals
+/// that commands reached the socket, and any operation on the socket (a send, a receive) may take those
+/// commands in without the descriptor staying readable: a message can be waiting behind a silent descriptor.
+/// So:
+/// - a reported socket is received from with `dontWait` until `.wouldBlock`, and then `drained(_:)` is called;
+///   a caller that stops earlier (a bounded batch) just does not call it, and the next wait reports the socket
+///   again at once;
+/// - after any other operation on a drained socket (a send), `used(_:)` is called: the next wait reports it at
+///   once, and receiving until `.wouldBlock` settles it again;
+/// - a drained socket that nothing has used since signals its descriptor before it has a message again: only
+///   then is it reported.
 ///
 /// Holds strong references to its sockets; like them, not `Sendable`: one thread waits.
 public struct MessageWaiter {
@@ -41,11 +46,13 @@ public struct MessageWaiter {
         public func fileDescriptor(_ index: Int) -> Bool { fileDescriptors & (1 << UInt32(index)) != 0 }
     }
 
-    private let sockets: [ZeroMQSocket]
     /// The sockets' `ZMQ_FD`s first, then the plain descriptors, in the order given.
     private var descriptors: [pollfd]
-    /// Per socket: `ZMQ_EVENTS` must be read before the next sleep.
-    private var unsettled: [Bool]
+    private let socketCount: Int
+    /// Bit `i`: socket `i` may have a message (not drained since its descriptor signalled or it was used).
+    private var unsettled: UInt32
+    /// The last timeout asked for, in milliseconds for poll(2): the loop asks for the same one on every turn.
+    private var lastTimeout: (duration: Duration, milliseconds: Int)?
 
     /// - Parameters:
     ///   - sockets: Sockets to receive from (at most 32), in the order `Ready.socket(_:)` numbers them.
@@ -53,7 +60,6 @@ public struct MessageWaiter {
     /// - Throws: `.notSocket` if a socket is closed; `.invalidArgument` for more than 32 of either.
     public init(sockets: [ZeroMQSocket], fileDescriptors: [CInt]) throws(ZeroMQError) {
         guard sockets.count <= 32, fileDescriptors.count <= 32 else { throw .invalidArgument }
-        self.sockets = sockets
         var descriptors: [pollfd] = []
         for socket in sockets {
             descriptors.append(pollfd(fd: try socket.fileDescriptor(), events: CShort(POLLIN), revents: 0))
@@ -62,70 +68,76 @@ public struct MessageWaiter {
             descriptors.append(pollfd(fd: descriptor, events: CShort(POLLIN), revents: 0))
         }
         self.descriptors = descriptors
-        // Nothing is known of a socket yet: each is read before the first sleep.
-        self.unsettled = Array(repeating: true, count: sockets.count)
+        self.socketCount = sockets.count
+        // Nothing is known of a socket yet: each is reported until it is drained.
+        self.unsettled = sockets.isEmpty ? 0 : UInt32.max >> UInt32(32 - sockets.count)
     }
 
-    /// Says that socket `index` was sent on or received from: its descriptor may not signal a message that is
-    /// already waiting, so the next `wait` reads its `ZMQ_EVENTS` first.
+    /// Says that socket `index` was received from until `.wouldBlock`, and nothing else was done with it since.
+    public mutating func drained(_ index: Int) {
+        unsettled &= ~(1 << UInt32(index))
+    }
+
+    /// Says that socket `index` was sent on (or otherwise used) since it was drained: its descriptor may stay
+    /// silent about a message already waiting, so the next wait reports it.
     public mutating func used(_ index: Int) {
-        unsettled[index] = true
+        unsettled |= 1 << UInt32(index)
     }
 
-    /// Returns the sockets with a message waiting, at once when there are any; otherwise sleeps until a socket
-    /// has one or a plain descriptor is readable (or in error), or the timeout has passed (nothing ready).
+    /// Returns the sockets that may have a message, at once when some are not drained; otherwise sleeps until a
+    /// socket's descriptor signals or a plain descriptor is readable (or in error), or the timeout has passed
+    /// (nothing ready). A reported socket can turn out to have nothing: its descriptor also signals commands
+    /// that bring no message (a peer connecting).
     ///
     /// Plain descriptors are reported when the call sleeps, so a loop that keeps finding messages sees them
     /// once it has caught up; the agent's loop does its other work on every turn.
     ///
     /// - Parameter timeout: nil waits forever; `.zero` checks without sleeping. Millisecond resolution.
-    /// - Throws: `.notSocket` if a socket was closed, `.contextTerminated` if its context was shut down.
-    ///   A signal (`EINTR`) does not end the wait: it resumes with the time remaining.
+    /// - Throws: A signal (`EINTR`) does not end the wait: it resumes with the time remaining. Other `poll(2)`
+    ///   errors are thrown with their errno.
     public mutating func wait(timeout: Duration?) throws(ZeroMQError) -> Ready {
-        var ready = try settle()
-        guard ready.sockets == 0 else { return ready }
+        if unsettled != 0 { return Ready(sockets: unsettled, fileDescriptors: 0) }
         let clock = ContinuousClock()
-        let deadline = timeout.map { clock.now.advanced(by: max($0, .zero)) }
+        let started = clock.now
+        var milliseconds = -1
+        if let timeout { milliseconds = cachedMilliseconds(timeout, from: started) }
+        var deadline: ContinuousClock.Instant?
         while true {
-            let milliseconds = deadline.map { pollMilliseconds(until: $0, now: clock.now) } ?? -1
             let (count, code) = descriptors.withUnsafeMutableBufferPointer { buffer in
                 for index in buffer.indices { buffer[index].revents = 0 }
                 let count = poll(buffer.baseAddress, nfds_t(buffer.count), CInt(milliseconds))
                 return (count, count < 0 ? errno : 0)  // errno read straight after the call
             }
-            if count < 0 {
-                guard code == EINTR else { throw ZeroMQError(code: code) }
-                continue
-            }
             if count > 0 {
-                for index in sockets.indices where descriptors[index].revents != 0 {
-                    unsettled[index] = true
+                var ready = Ready.nothing
+                for index in descriptors.indices where descriptors[index].revents != 0 {
+                    if index < socketCount {
+                        ready.sockets |= 1 << UInt32(index)
+                    } else {
+                        ready.fileDescriptors |= 1 << UInt32(index - socketCount)
+                    }
                 }
-                for index in sockets.count..<descriptors.count where descriptors[index].revents != 0 {
-                    ready.fileDescriptors |= 1 << UInt32(index - sockets.count)
-                }
-                // A socket's descriptor also signals commands that bring no message (a connection, a pipe's
-                // end): only ZMQ_EVENTS says whether there is one.
-                ready.sockets = try settle().sockets
-                if ready != .nothing { return ready }
+                unsettled |= ready.sockets
+                return ready
             }
-            // Millisecond rounding and a command without a message both end a sleep early: sleep again until the
-            // deadline has really passed.
-            if let deadline, clock.now >= deadline { return ready }
+            if count < 0, code != EINTR { throw ZeroMQError(code: code) }
+            // Interrupted, or woken by millisecond rounding a little early: sleep for what remains.
+            guard let timeout else { continue }
+            let end = deadline ?? started.advanced(by: max(timeout, .zero))
+            deadline = end
+            let now = clock.now
+            if now >= end { return .nothing }
+            milliseconds = pollMilliseconds(until: end, now: now)
         }
     }
 
-    /// Reads `ZMQ_EVENTS` of every unsettled socket: the ones with a message, and the others settled.
-    private mutating func settle() throws(ZeroMQError) -> Ready {
-        var ready = Ready.nothing
-        for index in sockets.indices where unsettled[index] {
-            if try sockets[index].pendingEvents().contains(.readable) {
-                ready.sockets |= 1 << UInt32(index)
-            } else {
-                unsettled[index] = false
-            }
-        }
-        return ready
+    /// `timeout` for poll(2), converted once for the timeout the loop asks for on every turn (the conversion
+    /// cost about 250 instructions).
+    private mutating func cachedMilliseconds(_ timeout: Duration, from now: ContinuousClock.Instant) -> Int {
+        if let lastTimeout, lastTimeout.duration == timeout { return lastTimeout.milliseconds }
+        let milliseconds = pollMilliseconds(until: now.advanced(by: max(timeout, .zero)), now: now)
+        lastTimeout = (timeout, milliseconds)
+        return milliseconds
     }
 }
 
