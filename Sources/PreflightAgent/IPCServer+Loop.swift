@@ -121,6 +121,7 @@ extension IPCServer {
         checkPeers: Bool,
         draining: Bool
     ) -> (drained: Bool, sent: Bool) {
+        // Reserved once the first message is here (most turns of a busy loop end in .wouldBlock at once).
         var replies: [[[UInt8]]] = []
         var drained = false
         var sent = false
@@ -145,7 +146,9 @@ extension IPCServer {
                 drained = true
                 break
             }
-            if let reply = handleMessage(frames, role: role, draining: draining) {
+            if replies.isEmpty { replies.reserveCapacity(8) }
+            // Handed over, not shared: the reply is the same frames with the body replaced, in place.
+            if let reply = handleMessage(consume frames, role: role, draining: draining) {
                 replies.append(reply)
             }
         }
@@ -200,7 +203,7 @@ extension IPCServer {
     }
 
     /// The reply to send for one message, or nil when there is none (yet: deferred work replies later).
-    func handleMessage(_ frames: [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
+    func handleMessage(_ frames: consuming [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
         guard frames.count >= 2 else { return nil }  // a ROUTER always prepends the routing id
         requestCount.add(1, ordering: .relaxed)
         // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
@@ -216,15 +219,21 @@ extension IPCServer {
             )
             return Array(frames[...delimiter]) + [error]
         }
-        // From here the message is envelope + one body; a reply is the same frames with the body replaced.
-        var frames = frames
+        // From here the message is envelope + one body; a reply is the same frames with the body replaced, in
+        // place: the frames are this function's own, and the responder (a temporary) is gone by then, unless
+        // the work was deferred and it keeps them for its reply.
         let body = frames[delimiter + 1]
         if draining {
             frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
             return frames
         }
-        let responder = Responder(sink: self, role: role, frames: frames)
-        guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
+        guard
+            let reply = handler.handle(
+                body,
+                role: role,
+                responder: Responder(sink: self, role: role, frames: copy frames)
+            )
+        else { return nil }
         frames[delimiter + 1] = reply
         return frames
     }
