@@ -245,7 +245,7 @@ let package = Package(
             name: "PreflightAgentTests",
             dependencies: [
                 "PreflightAgent", "PreflightProtocol", "TargetOffers", "TargetDecisioning", "PassEntitlement",
-                "UpstreamHTTP",
+                "UpstreamHTTP", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings

@@ -1,4 +1,5 @@
 import PreflightProtocol
+import ZeroMQ
 
 /// Which endpoint a request arrived on; it decides which commands are permitted.
 public enum EndpointRole: String, Sendable {
@@ -29,38 +30,36 @@ extension RequestHandler {
 public protocol ReplySink: Sendable {
     /// A place for work from `peer` waiting on the network; false when the limits are reached.
     func admit(peer: [UInt8]) -> Bool
-    /// Queues the reply to admitted work (`frames`: the request's envelope and the reply body), from any
-    /// thread, and releases its place.
-    func deliver(role: EndpointRole, frames: [[UInt8]])
+    /// Queues the reply to admitted work (the request's envelope and the reply body), from any thread, and
+    /// releases its place.
+    func deliver(role: EndpointRole, reply: RouterMessage)
 }
 
 /// Sends one deferred reply, from any thread, to the peer that sent the request.
 public struct Responder: Sendable {
     private let sink: any ReplySink
     private let role: EndpointRole
-    /// The request as received: its envelope, then the body, which the reply replaces. Shared, not
-    /// copied, until a deferred reply is made.
-    private let frames: [[UInt8]]
+    /// The request as received; the reply replaces its body. Shared, not copied, until a deferred reply is
+    /// made.
+    private let request: RouterMessage
 
-    /// `frames` is the request as received: the routing id, the envelope, the body.
-    public init(sink: any ReplySink, role: EndpointRole, frames: [[UInt8]]) {
+    /// `request` is the message as received: the routing id, the envelope, the body.
+    public init(sink: any ReplySink, role: EndpointRole, request: RouterMessage) {
         self.sink = sink
         self.role = role
-        self.frames = frames
+        self.request = request
     }
 
     /// Reserves a place for deferred work: false when the agent as a whole, or this peer, already has
     /// as much work waiting on the network as the limits allow (the caller then answers `overloaded`).
     /// Cheap answers need no place: under overload a cache hit is still served.
     public func admit() -> Bool {
-        sink.admit(peer: frames[0])
+        sink.admit(peer: request.routingID)
     }
 
     /// Queues the reply to admitted work for the I/O thread and wakes it. Call exactly once.
     public func respond(_ body: [UInt8]) {
-        var reply = frames
-        reply[reply.count - 1] = body
-        sink.deliver(role: role, frames: reply)
+        sink.deliver(role: role, reply: request.replacingBody(with: body))
     }
 }
 

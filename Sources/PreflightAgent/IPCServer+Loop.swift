@@ -122,22 +122,22 @@ extension IPCServer {
         draining: Bool
     ) -> (drained: Bool, sent: Bool) {
         // Reserved once the first message is here (most turns of a busy loop end in .wouldBlock at once).
-        var replies: [[[UInt8]]] = []
+        var replies: [RouterMessage] = []
         var drained = false
         var sent = false
         for _ in 0..<256 {
-            let frames: [[UInt8]]
+            let message: RouterMessage
             do {
                 if checkPeers {
-                    let received = try socket.receive(dontWait: true, property: "User-Id")
-                    frames = received.frames
+                    let received = try socket.receiveRouted(dontWait: true, property: "User-Id")
+                    message = received.message
                     if received.property != AdminPeerCheck.allowedUserId {
-                        refuseAdminPeer(frames, on: socket)
+                        refuseAdminPeer(message, on: socket)
                         sent = true
                         continue
                     }
                 } else {
-                    frames = try socket.receive(dontWait: true)
+                    message = try socket.receiveRouted(dontWait: true).message
                 }
             } catch {
                 if error != .wouldBlock {
@@ -147,8 +147,8 @@ extension IPCServer {
                 break
             }
             if replies.isEmpty { replies.reserveCapacity(8) }
-            // Handed over, not shared: the reply is the same frames with the body replaced, in place.
-            if let reply = handleMessage(consume frames, role: role, draining: draining) {
+            // Handed over, not shared: the reply reuses the request's buffers for its envelope.
+            if let reply = handleMessage(consume message, role: role, draining: draining) {
                 replies.append(reply)
             }
         }
@@ -180,30 +180,57 @@ extension IPCServer {
     }
 
     /// `not_permitted` to an admin request from a connection the peer check refused.
-    func refuseAdminPeer(_ frames: [[UInt8]], on socket: ZeroMQSocket) {
+    func refuseAdminPeer(_ message: RouterMessage, on socket: ZeroMQSocket) {
         requestCount.add(1, ordering: .relaxed)
-        guard frames.count >= 3, let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }),
-            delimiter + 1 < frames.count
-        else { return }
+        let body: [UInt8]
+        let envelope: [[UInt8]]?
+        switch message {
+        case .plain(_, let plainBody):
+            body = plainBody
+            envelope = nil
+        case .frames(let frames):
+            guard frames.count >= 3, let delimiter = frames[1...].firstIndex(where: { $0.isEmpty }),
+                delimiter + 1 < frames.count
+            else { return }
+            body = frames[delimiter + 1]
+            envelope = Array(frames[...delimiter])
+        }
         let id: String?
-        switch Request.decode(frames[delimiter + 1]) {
+        switch Request.decode(body) {
         case .success(let request): id = request.id
         case .failure(let failure): id = failure.id
         }
-        var reply = Array(frames[...delimiter])
-        reply.append(
-            Reply.failure(
-                id: id,
-                error: .notPermitted(
-                    "this user may not send admin commands: it is in none of \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)) (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
-                )
+        let refusal = Reply.failure(
+            id: id,
+            error: .notPermitted(
+                "this user may not send admin commands: it is in none of \(AgentConfiguration.path(of: \.agent.allowedAdminGroups)) (\(endpoints.allowedAdminGroups.joined(separator: ", ")))"
             )
         )
+        let reply: RouterMessage =
+            envelope.map { .frames($0 + [refusal]) } ?? .plain(routingID: message.routingID, body: refusal)
         send(reply, on: socket, role: .admin)
     }
 
     /// The reply to send for one message, or nil when there is none (yet: deferred work replies later).
-    func handleMessage(_ frames: consuming [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
+    func handleMessage(_ message: consuming RouterMessage, role: EndpointRole, draining: Bool) -> RouterMessage? {
+        switch consume message {
+        case .plain(let routingID, let body):
+            requestCount.add(1, ordering: .relaxed)
+            if draining {
+                return .plain(routingID: routingID, body: ProtocolErrorReply.shuttingDown(body))
+            }
+            // The responder keeps the envelope only: the reply replaces the body.
+            let responder = Responder(sink: self, role: role, request: .plain(routingID: routingID, body: []))
+            guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
+            return .plain(routingID: routingID, body: reply)
+        case .frames(let frames):
+            return handleFrames(frames, role: role, draining: draining).map { .frames($0) }
+        }
+    }
+
+    /// A message of another shape than `[routing id][empty][body]`: an envelope of several frames is echoed
+    /// back; no delimiter, or more than one body frame, is malformed.
+    func handleFrames(_ frames: consuming [[UInt8]], role: EndpointRole, draining: Bool) -> [[UInt8]]? {
         guard frames.count >= 2 else { return nil }  // a ROUTER always prepends the routing id
         requestCount.add(1, ordering: .relaxed)
         // [routing id][delimiter][body]: everything up to the first empty frame is echoed back.
@@ -231,7 +258,7 @@ extension IPCServer {
             let reply = handler.handle(
                 body,
                 role: role,
-                responder: Responder(sink: self, role: role, frames: copy frames)
+                responder: Responder(sink: self, role: role, request: .frames(copy frames))
             )
         else { return nil }
         frames[delimiter + 1] = reply
@@ -248,9 +275,9 @@ extension IPCServer {
         var usedRouters = false
         for item in batch {
             switch item {
-            case .reply(let role, let frames, let deferred):
-                if deferred { shared.withLock { $0.admission.release(peer: frames[0]) } }
-                send(frames, on: sockets.socket(for: role), role: role)
+            case .reply(let role, let message, let deferred):
+                if deferred { shared.withLock { $0.admission.release(peer: message.routingID) } }
+                send(message, on: sockets.socket(for: role), role: role)
                 usedRouters = true
             case .event(let topic, let body):
                 do {
@@ -264,9 +291,9 @@ extension IPCServer {
         return usedRouters
     }
 
-    func send(_ frames: [[UInt8]], on socket: ZeroMQSocket, role: EndpointRole) {
+    func send(_ message: RouterMessage, on socket: ZeroMQSocket, role: EndpointRole) {
         do {
-            try socket.send(frames, dontWait: true)
+            try socket.send(message, dontWait: true)
             replyCount.add(1, ordering: .relaxed)
         } catch {
             shared.withLock { state in

@@ -54,7 +54,7 @@ public final class IPCServer: ReplySink {
     }
 
     enum Outgoing: Sendable {
-        case reply(role: EndpointRole, frames: [[UInt8]], deferred: Bool)
+        case reply(role: EndpointRole, message: RouterMessage, deferred: Bool)
         case event(topic: String, body: [UInt8])
     }
 
@@ -117,8 +117,8 @@ public final class IPCServer: ReplySink {
         shared.withLock { $0.admission.admit(peer: peer) }
     }
 
-    public func deliver(role: EndpointRole, frames: [[UInt8]]) {
-        enqueue(.reply(role: role, frames: frames, deferred: true))
+    public func deliver(role: EndpointRole, reply: RouterMessage) {
+        enqueue(.reply(role: role, message: reply, deferred: true))
     }
 
     /// Starts the I/O thread and returns once every endpoint is bound (or throws why not).

@@ -205,6 +205,48 @@ public final class ZeroMQSocket {
         return (frames, value)
     }
 
+    /// Receives one whole message as a ROUTER socket gets it: the common `[routing id][empty][body]` as two
+    /// buffers, with no array of frames to allocate and free (about 800 instructions per message on the agent's
+    /// I/O thread), any other shape frame by frame. Otherwise as `receive(dontWait:property:)`.
+    public func receiveRouted(
+        dontWait: Bool = false,
+        property: String? = nil
+    ) throws(ZeroMQError) -> (message: RouterMessage, property: String?) {
+        let handle = try liveHandle()
+        let flags = dontWait ? ZMQ_DONTWAIT : 0
+        var value: String?
+        var more = false
+        let first = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
+        guard more else { return (.frames([first]), value) }
+        var frames: [[UInt8]]
+        let second = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
+        if second.isEmpty && more {
+            let body = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
+            guard more else { return (.plain(routingID: first, body: body), value) }
+            frames = [first, second, body]
+        } else {
+            frames = [first, second]
+        }
+        while more {
+            frames.append(try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value))
+        }
+        return (.frames(frames), value)
+    }
+
+    /// Sends a message a ROUTER socket received, or a reply in its shape. Otherwise as `send(_:dontWait:)`.
+    public func send(_ message: RouterMessage, dontWait: Bool = false) throws(ZeroMQError) {
+        switch message {
+        case .plain(let routingID, let body):
+            let handle = try liveHandle()
+            let flags = dontWait ? ZMQ_DONTWAIT : 0
+            try sendFrame(routingID, flags: flags | ZMQ_SNDMORE, on: handle)
+            try sendFrame([], flags: flags | ZMQ_SNDMORE, on: handle)
+            try sendFrame(body, flags: flags, on: handle)
+        case .frames(let frames):
+            try send(frames, dontWait: dontWait)
+        }
+    }
+
     /// The socket's notification file descriptor (`ZMQ_FD`), for integrating with another event loop.
     ///
     /// It is edge-triggered and signals only that `pendingEvents()` may have changed: after it becomes
@@ -294,6 +336,43 @@ public final class ZeroMQSocket {
         // ZMQ_EVENTS processes pending commands and can be interrupted; reading again is harmless.
         _ = try valueOrError(retryOnInterrupt: true) { zmq_getsockopt(handle, name, &value, &size) }
         return value
+    }
+}
+
+/// A message as a ROUTER socket receives it, or a reply to one.
+public enum RouterMessage: Sendable, Equatable {
+    /// `[routing id][empty delimiter][body]`: what a REQ peer (or a DEALER that follows the REQ envelope) sends,
+    /// and the reply it expects.
+    case plain(routingID: [UInt8], body: [UInt8])
+    /// Any other shape, frame by frame, the routing id first: a proxy's envelope, no delimiter, several bodies.
+    case frames([[UInt8]])
+
+    /// The frame the ROUTER put first: which peer sent the message, or gets the reply.
+    public var routingID: [UInt8] {
+        switch self {
+        case .plain(let routingID, _): routingID
+        case .frames(let frames): frames.first ?? []
+        }
+    }
+
+    /// Every frame, in order.
+    public var frames: [[UInt8]] {
+        switch self {
+        case .plain(let routingID, let body): [routingID, [], body]
+        case .frames(let frames): frames
+        }
+    }
+
+    /// The same envelope with `body` as the last frame: the reply to this message.
+    public func replacingBody(with body: [UInt8]) -> RouterMessage {
+        switch self {
+        case .plain(let routingID, _):
+            return .plain(routingID: routingID, body: body)
+        case .frames(var frames):
+            if frames.isEmpty { return .frames([body]) }
+            frames[frames.count - 1] = body
+            return .frames(frames)
+        }
     }
 }
 

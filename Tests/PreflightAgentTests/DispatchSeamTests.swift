@@ -5,6 +5,7 @@ import Synchronization
 import TargetOffers
 import Testing
 import UpstreamHTTP
+import ZeroMQ
 
 @testable import PreflightAgent
 
@@ -58,10 +59,10 @@ final class InProcessIPC: ReplySink {
         state.withLock { $0.admission.admit(peer: peer) }
     }
 
-    func deliver(role: EndpointRole, frames: [[UInt8]]) {
+    func deliver(role: EndpointRole, reply: RouterMessage) {
         state.withLock { state in
-            state.admission.release(peer: frames[0])
-            state.delivered.append(frames)
+            state.admission.release(peer: reply.routingID)
+            state.delivered.append(reply.frames)
         }
     }
 
@@ -77,8 +78,8 @@ final class InProcessIPC: ReplySink {
         var request: JSONObject = ["v": 1, "id": .string(id), "cmd": .string(command)]
         if let args { request["args"] = .object(args) }
         let body = JSONWriter.encode(.object(request))
-        let frames = [Array(peer.utf8), [], body]
-        let reply = handler.handle(body, role: role, responder: Responder(sink: self, role: role, frames: frames))
+        let message = RouterMessage.plain(routingID: Array(peer.utf8), body: body)
+        let reply = handler.handle(body, role: role, responder: Responder(sink: self, role: role, request: message))
         return try reply.map { try JSONReader.read($0) }
     }
 
