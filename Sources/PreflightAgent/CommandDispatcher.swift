@@ -116,7 +116,7 @@ public struct CommandDispatcher: RequestHandler {
             return finish(
                 perform(fast.command, id: fast.id),
                 id: fast.id,
-                name: fast.name.wireName,
+                key: .command(fast.name),
                 started: started,
                 responder
             )
@@ -126,7 +126,7 @@ public struct CommandDispatcher: RequestHandler {
         case .success(let decoded):
             request = decoded
         case .failure(let failure):
-            statistics.record("(unreadable)", since: started, errorCode: failure.error.code.rawValue)
+            statistics.record(.unreadable, since: started, errorCode: failure.error.code.rawValue)
             return Reply.failure(id: failure.id, error: failure.error)
         }
         let command = Command(wireName: request.command)
@@ -137,7 +137,8 @@ public struct CommandDispatcher: RequestHandler {
             outcome = .now(.failure(error))
         }
         // Unknown command names are counted together: an app must not grow this table without bound.
-        return finish(outcome, id: request.id, name: command?.wireName ?? "(unknown)", started: started, responder)
+        let key: CommandStatistics.Key = command.map { .command($0) } ?? .unknown
+        return finish(outcome, id: request.id, key: key, started: started, responder)
     }
 
     /// The reply to send now, or nil after handing admitted work to the request-work group, which replies
@@ -145,23 +146,23 @@ public struct CommandDispatcher: RequestHandler {
     private func finish(
         _ outcome: Outcome,
         id: String,
-        name: String,
+        key: CommandStatistics.Key,
         started: UInt64,
         _ responder: Responder
     ) -> [UInt8]? {
         switch outcome {
         case .now(let result):
-            return reply(id: id, name: name, started: started, result)
+            return reply(id: id, key: key, started: started, result)
         case .later(let work):
             guard responder.admit() else {
-                return reply(id: id, name: name, started: started, .failure(.overloaded(retryAfterMs: 250)))
+                return reply(id: id, key: key, started: started, .failure(.overloaded(retryAfterMs: 250)))
             }
             let submitted = self.work.submit {
-                responder.respond(reply(id: id, name: name, started: started, await work()))
+                responder.respond(reply(id: id, key: key, started: started, await work()))
             }
             guard submitted else {
                 // The agent is stopping: the admitted request still gets its reply.
-                responder.respond(reply(id: id, name: name, started: started, .failure(.shuttingDown())))
+                responder.respond(reply(id: id, key: key, started: started, .failure(.shuttingDown())))
                 return nil
             }
             return nil
@@ -174,19 +175,19 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     /// The reply bytes for a result, timed into `statistics`.
-    private func reply(id: String, name: String, started: UInt64, _ result: CommandResult) -> [UInt8] {
+    private func reply(id: String, key: CommandStatistics.Key, started: UInt64, _ result: CommandResult) -> [UInt8] {
         switch result {
         case .success(let value):
-            statistics.record(name, since: started, errorCode: nil)
+            statistics.record(key, since: started, errorCode: nil)
             return Reply.success(id: id, result: value)
         case .encoded(let value):
-            statistics.record(name, since: started, errorCode: nil)
+            statistics.record(key, since: started, errorCode: nil)
             return Reply.success(id: id, encodedResult: value)
         case .reply(let bytes):
-            statistics.record(name, since: started, errorCode: nil)
+            statistics.record(key, since: started, errorCode: nil)
             return bytes
         case .failure(let error):
-            statistics.record(name, since: started, errorCode: error.code.rawValue)
+            statistics.record(key, since: started, errorCode: error.code.rawValue)
             return Reply.failure(id: id, error: error)
         }
     }

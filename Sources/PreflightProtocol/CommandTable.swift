@@ -182,6 +182,13 @@ public enum Command: String, CaseIterable, Sendable, Hashable {
     /// The name on the wire (`cmd`).
     public var wireName: String { rawValue }
 
+    /// The case's place in the declaration above, 0 first: an array index where a dictionary keyed by the
+    /// command would hash its name (the raw value). A fieldless enum is stored as its case's number, in
+    /// declaration order; `CommandTableTests` checks that for every case.
+    public var ordinal: Int {
+        withUnsafeBytes(of: self) { Int($0[0]) }
+    }
+
     private static let byWireName = [String: Command](uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
 }
 

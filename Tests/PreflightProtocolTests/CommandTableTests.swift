@@ -21,6 +21,12 @@ import Foundation
         #expect(rows == Command.markdownTable, "regenerate the table from Command.markdownTable")
     }
 
+    /// `ordinal` reads the enum's stored case number: it must be each case's place in the declaration, distinct.
+    @Test func ordinalsAreTheDeclarationOrder() {
+        #expect(MemoryLayout<Command>.size == 1)
+        #expect(Command.allCases.map(\.ordinal) == Array(0..<Command.allCases.count))
+    }
+
     @Test func everyWireNameNamesItsCommandAndNothingElseDoes() {
         for command in Command.allCases {
             #expect(Command(wireName: command.wireName) == command)

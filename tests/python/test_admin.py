@@ -84,3 +84,29 @@ def test_config_show_redacts_the_software_statement(target_env):
     assert TEST_SOFTWARE_STATEMENT not in json.dumps(shown)
     assert TEST_SOFTWARE_STATEMENT not in json.dumps(ok(request(agent.admin, "status")))
     assert shown["agent"]["appEndpoint"] == agent.app
+
+
+def test_stats_count_unknown_commands_and_unreadable_bodies_each_under_one_name(agent):
+    import zmq
+
+    ok(request(agent.admin, "stats", {"reset": True}))
+    for name in ["fly", "jump", "fly"]:
+        assert request(agent.app, name)["error"]["code"] == "unknown_command"
+    socket = zmq.Context.instance().socket(zmq.REQ)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.RCVTIMEO, 5000)
+    socket.connect(agent.app)
+    try:
+        socket.send(b"{not json")
+        assert json.loads(socket.recv())["error"]["code"] == "malformed_request"
+    finally:
+        socket.close()
+    ok(request(agent.app, "ping"))
+    commands = ok(request(agent.admin, "stats"))["commands"]
+    assert list(commands) == sorted(commands)
+    assert commands["(unknown)"]["count"] == 3
+    assert commands["(unknown)"]["errors"] == {"unknown_command": 3}
+    assert commands["(unreadable)"]["count"] == 1
+    assert commands["(unreadable)"]["errors"] == {"malformed_request": 1}
+    assert commands["ping"]["count"] == 1 and commands["ping"]["errors"] == {}
+    assert "fly" not in commands
