@@ -106,6 +106,7 @@ let package = Package(
                 "TargetDecisioning",
                 "UpstreamHTTP",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

@@ -1,4 +1,5 @@
 import Logging
+import OrderedCollections
 import PreflightCore
 import PreflightProtocol
 import StateFiles
@@ -82,11 +83,11 @@ public final class TargetService: Sendable {
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
     /// by its age once the real time is known. Only displays before the first upstream response are here.
     let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// Click metrics of mboxes loaded from Target, by name and property (`clickedLocation`).
-    let loadedClicks = Mutex<[OfferKey: LoadedClick]>([:])
+    /// Click metrics of mboxes loaded from Target, by name and property (`clickedLocation`), oldest first.
+    let loadedClicks = Mutex<OrderedDictionary<OfferKey, LoadedClick>>([:])
     /// Cached offers loaded with `notifyDisplay: false`, by name and property, until `displayedLocations`
-    /// counts them.
-    let deferredDisplays = Mutex<[OfferKey: DeferredDisplay]>([:])
+    /// counts them; oldest first.
+    let deferredDisplays = Mutex<OrderedDictionary<OfferKey, DeferredDisplay>>([:])
     /// The privacy status in force and the file that keeps the admin's choice.
     let privacySetting: PrivacySetting
     private let inFlightMisses = SingleFlight<MissKey, MissOutcome>()
@@ -584,10 +585,7 @@ extension TargetService {
         guard !clicks.isEmpty else { return }
         loadedClicks.withLock { kept in
             for (name, click) in clicks {
-                if kept[name] == nil, kept.count >= Self.loadedClickCapacity, let any = kept.keys.first {
-                    kept[any] = nil
-                }
-                kept[name] = click
+                kept.set(click, forKey: name, keepingAtMost: Self.loadedClickCapacity)
             }
         }
     }
@@ -650,10 +648,7 @@ extension TargetService {
     func deferDisplay(of offer: CachedOffer, targeting: MboxTargeting, profileParameters: [Parameter]) {
         let deferred = DeferredDisplay(offer: offer, targeting: targeting, profileParameters: profileParameters)
         deferredDisplays.withLock { kept in
-            if kept[offer.key] == nil, kept.count >= Self.deferredDisplayCapacity, let any = kept.keys.first {
-                kept[any] = nil
-            }
-            kept[offer.key] = deferred
+            kept.set(deferred, forKey: offer.key, keepingAtMost: Self.deferredDisplayCapacity)
         }
     }
 
@@ -689,4 +684,16 @@ struct DeferredDisplay: Sendable {
     var offer: CachedOffer
     var targeting: MboxTargeting
     var profileParameters: [Parameter]
+}
+
+extension OrderedDictionary {
+    /// Sets `value` for `key`. A key not yet held, past `capacity`, first evicts the oldest entry (a key
+    /// already held keeps its place). A plain dictionary's `keys.first` is any key, not the oldest: the
+    /// clicks and deferred displays kept lost a recent entry as often as an old one.
+    mutating func set(_ value: Value, forKey key: Key, keepingAtMost capacity: Int) {
+        if index(forKey: key) == nil, count >= capacity {
+            removeFirst()
+        }
+        self[key] = value
+    }
 }

@@ -468,6 +468,39 @@ func targetService(
         return try JSONReader.read(await target.completeLoad(pending))
     }
 
+    @Test func deferredDisplaysPastTheirCapacityLoseTheOldestFirst() {
+        let target = service(ScriptedTransport())
+        let capacity = TargetService.deferredDisplayCapacity
+        for index in 0...capacity {  // one more than it keeps
+            target.deferDisplay(
+                of: offer("mbox-\(index)", content: "x"),
+                targeting: MboxTargeting(),
+                profileParameters: []
+            )
+        }
+        // Deferred again: it keeps its place, and is not counted twice.
+        target.deferDisplay(of: offer("mbox-1", content: "x"), targeting: MboxTargeting(), profileParameters: [])
+        let kept = target.deferredDisplays.withLock { Array($0.keys) }
+        #expect(kept.count == capacity)
+        #expect(kept.first == OfferKey("mbox-1"))
+        #expect(kept.last == OfferKey("mbox-\(capacity)"))
+        #expect(!kept.contains(OfferKey("mbox-0")))
+    }
+
+    @Test func clickMetricsPastTheirCapacityLoseTheOldestFirst() {
+        let target = service(ScriptedTransport())
+        let capacity = TargetService.loadedClickCapacity
+        let mboxes = (0...capacity).map {
+            DeliveryResponse.Mbox(name: "mbox-\($0)", state: nil, options: [], clickToken: "token-\($0)")
+        }
+        target.rememberClicks(of: mboxes, property: nil)
+        let kept = target.loadedClicks.withLock { $0 }
+        #expect(kept.count == capacity)
+        #expect(kept[OfferKey("mbox-0")] == nil)
+        #expect(kept.keys.first == OfferKey("mbox-1"))
+        #expect(kept[OfferKey("mbox-\(capacity)")]?.token == "token-\(capacity)")
+    }
+
     @Test func loadServesCachedContentWithoutUpstreamCall() throws {
         let transport = ScriptedTransport()
         let target = service(transport)
