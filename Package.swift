@@ -39,6 +39,10 @@ let package = Package(
         // Already in the graph through async-http-client (swift-configuration) and SwiftNIO; named for its
         // FileDescriptor (StateFiles).
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // Already in the graph through async-http-client; named for the Delivery API's own keep-alive
+        // connection (UpstreamHTTPClient's KeepAliveConnection).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -94,6 +98,10 @@ let package = Package(
             dependencies: [
                 "UpstreamHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strictSettings
         ),
@@ -258,7 +266,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PreflightClient", "PreflightProtocol", "ZeroMQ", "preflightd", "preflightctl"],
+            dependencies: [
+                "PreflightClient", "PreflightProtocol", "ZeroMQ", "UpstreamHTTP", "UpstreamHTTPClient", "preflightd",
+                "preflightctl",
+            ],
             swiftSettings: testSettings
         ),
     ]

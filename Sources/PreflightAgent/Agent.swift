@@ -28,6 +28,8 @@ public final class Agent: Sendable {
     public let target: TargetService
     public let pass: Entitlement
     let transport: AsyncHTTPClientTransport
+    /// Target's Delivery API's own connection (falls back to `transport`).
+    let delivery: KeepAliveConnection
     /// systemd's notification socket, when started by systemd (`Type=notify`).
     let notifier: SystemdNotifier?
     /// SIGHUP, trapped before the endpoints are bound: a reload asked for as soon as the agent
@@ -42,6 +44,7 @@ public final class Agent: Sendable {
         target: TargetService,
         pass: Entitlement,
         transport: AsyncHTTPClientTransport,
+        delivery: KeepAliveConnection,
         notifier: SystemdNotifier?,
         hangups: UnixSignalsSequence,
         requestWork: RequestWorkService,
@@ -54,6 +57,7 @@ public final class Agent: Sendable {
         self.target = target
         self.pass = pass
         self.transport = transport
+        self.delivery = delivery
         self.requestWork = requestWork
         self.logger = logger
     }
@@ -63,7 +67,7 @@ public final class Agent: Sendable {
     /// notifications are flushed after the last load, and the HTTP client goes last.
     public var services: [any Service] {
         [
-            UpstreamTransportService(transport: transport),
+            UpstreamTransportService(transport: transport, delivery: delivery),
             NotificationSenderService(target: target, logger: logger),
             ArtifactPollerService(target: target),
             GeoPollerService(target: target),
@@ -86,15 +90,18 @@ public final class Agent: Sendable {
         }
         let runtime = AgentRuntime(configuration: configuration, configurationPath: configurationPath)
         let transport = AsyncHTTPClientTransport()
+        // Target's Delivery API is called mostly one request at a time (the notification sender's batches):
+        // on a keep-alive connection of its own, a call costs a fraction of the general client's.
+        let delivery = KeepAliveConnection(fallback: transport)
         // The box's clock may not be set (1970, 2000 at boot): both upstreams are called through one
         // transport that learns the real time from their Date headers, and stamp and compare with it.
         let time = UpstreamTime(SystemClock())
         let upstream = TimeLearningTransport(transport, time: time)
         // Each upstream behind its own breaker: once it stops answering, calls are refused at once
         // (default content, network_error) and it is probed in the background.
-        func breaker(_ service: String) -> CircuitBreakingTransport {
+        func breaker(_ service: String, _ inner: any HTTPTransport) -> CircuitBreakingTransport {
             CircuitBreakingTransport(
-                upstream,
+                inner,
                 breaker: CircuitBreaker(service: service, clock: time) { transition in
                     Self.report(transition, of: service, runtime: runtime, logger: logger)
                 }
@@ -102,7 +109,7 @@ public final class Agent: Sendable {
         }
         let target = TargetService(
             configuration: configuration.target.serviceConfiguration,
-            transport: breaker("target"),
+            transport: breaker("target", TimeLearningTransport(delivery, time: time)),
             stateDirectory: configuration.agent.stateDirectory,
             // The artifact's CDN is another host than the Delivery API: its outages must not mark Target down.
             artifactTransport: upstream,
@@ -112,7 +119,7 @@ public final class Agent: Sendable {
         )
         let pass = Entitlement(
             configuration: configuration.pass.serviceConfiguration,
-            transport: breaker("pass"),
+            transport: breaker("pass", upstream),
             stateDirectory: configuration.agent.stateDirectory,
             clock: time,
             logger: logger,
@@ -155,6 +162,7 @@ public final class Agent: Sendable {
                 onTick: onTick
             )
         } catch {
+            delivery.close()
             await transport.shutdown()
             throw error
         }
@@ -167,6 +175,7 @@ public final class Agent: Sendable {
             target: target,
             pass: pass,
             transport: transport,
+            delivery: delivery,
             notifier: notifier,
             hangups: hangups,
             requestWork: requestWork,

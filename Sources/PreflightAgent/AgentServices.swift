@@ -19,14 +19,16 @@ extension AgentService {
     var description: String { Self.name }
 }
 
-/// The HTTP client every upstream call uses: shut down last, after everything that calls upstream.
+/// The HTTP clients every upstream call uses (the general one, Target's Delivery connection): shut down last, after everything that calls upstream.
 struct UpstreamTransportService: AgentService {
     static let name = "upstream HTTP client"
 
     let transport: AsyncHTTPClientTransport
+    let delivery: KeepAliveConnection
 
     func run() async {
         try? await gracefulShutdown()
+        delivery.close()
         await transport.shutdown()
     }
 }

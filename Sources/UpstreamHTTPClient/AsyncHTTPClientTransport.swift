@@ -16,6 +16,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration.connectionPool.idleTimeout = .seconds(60)
         configuration.httpVersion = .automatic
         configuration.decompression = .disabled
+        // No spans: the agent has no tracer, and the default one still cost a task-local scope per call.
+        configuration.tracing.tracer = nil
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.maxResponseBytes = maxResponseBytes
     }
@@ -38,13 +40,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let maxResponseBytes = request.maxResponseBytes ?? self.maxResponseBytes
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
-            var headers: [String: String] = [:]
-            for (name, value) in response.headers {
-                let key = name.lowercased()
-                headers[key] = headers[key].map { "\($0), \(value)" } ?? value
-            }
             let body = try await Self.collect(response.body, upTo: maxResponseBytes, deadline: deadline)
-            return HTTPResponse(status: Int(response.status.code), headers: headers, body: Array(buffer: body))
+            return HTTPResponse(status: Int(response.status.code), headers: response.headers, body: Array(buffer: body))
         } catch let error as NIOTooManyBytesError {
             throw TransportError(.bodyTooLarge, "response body over \(maxResponseBytes) bytes (\(error))")
         } catch let error as HTTPClientError {

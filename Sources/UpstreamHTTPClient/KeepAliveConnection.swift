@@ -1,0 +1,470 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+import UpstreamHTTP
+
+/// One HTTP/1.1 keep-alive connection over SwiftNIO, for an upstream that is mostly called one request at a
+/// time: Target's Delivery API, which the notification sender calls batch after batch.
+///
+/// Why it exists: through the general client (`AsyncHTTPClientTransport`) one call cost about 400,000
+/// instructions whatever it carried (parsing the URL with Foundation, the connection pool's state machines,
+/// a tracing span, a task group racing the body against the deadline): 8,000 per cached load with batches of
+/// 50 display notifications, more than the load itself (docs/BENCHMARKS.md). Here a call is a request head,
+/// a body and the answer gathered by one channel handler, with one timer for the deadline.
+///
+/// What it does not do, so hands to `fallback` (the general client): a request while its connection is busy
+/// (calls made side by side keep their own connections there), and a URL it does not read as plain
+/// `http://` or `https://` (user info, say). It follows no redirects: the Delivery API answers a POST
+/// itself, and an answer of 3xx is returned like any other status.
+///
+/// The guarantees are the general client's: the deadline covers the whole exchange (connect, TLS, head and
+/// body, so a body trickling in cannot hold the call), a body over the cap fails `bodyTooLarge`, and a
+/// connection in any doubt (an error, a timeout, a cancelled call, an answer that says `close`) is closed,
+/// never reused. An idle connection is closed after `idleTimeout`. A connection the server closed while it
+/// was idle is replaced before anything is written on it, so that case costs no failed call.
+public final class KeepAliveConnection: HTTPTransport {
+    private let fallback: any HTTPTransport
+    private let group: any EventLoopGroup
+    /// Largest response body read when the request names none (as `AsyncHTTPClientTransport`).
+    public let maxResponseBytes: Int
+    private let connectTimeout: Duration
+    private let idleTimeout: Duration
+    private let state = Mutex(State())
+    /// Made by the first `https` call: reading the trust store costs memory an agent that never calls over
+    /// TLS (the simulator on loopback) does not spend.
+    private let tls = Mutex<NIOSSLContext?>(nil)
+    private let opened = Atomic<Int>(0)
+
+    /// How many connections this has opened (one for calls made one after another to one host).
+    public var connectionsOpened: Int { opened.load(ordering: .relaxed) }
+
+    private struct State {
+        /// A call is using the connection.
+        var busy = false
+        /// The connection kept between calls, and where it goes.
+        var idle: (channel: any Channel, origin: Origin)?
+        var closed = false
+    }
+
+    public init(
+        fallback: any HTTPTransport,
+        maxResponseBytes: Int = 4 << 20,
+        connectTimeout: Duration = .seconds(5),
+        idleTimeout: Duration = .seconds(60),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.fallback = fallback
+        self.maxResponseBytes = maxResponseBytes
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.group = group
+    }
+
+    /// Closes the connection (at once when idle, when its call ends otherwise); later calls go to `fallback`.
+    public func close() {
+        let idle = state.withLock { state in
+            state.closed = true
+            defer { state.idle = nil }
+            return state.idle?.channel
+        }
+        idle?.close(promise: nil)
+    }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        guard let target = RequestTarget(url: request.url) else { return try await fallback.send(request) }
+        let lease = state.withLock { state -> (any Channel)?? in
+            guard !state.busy, !state.closed else { return nil }
+            state.busy = true
+            defer { state.idle = nil }
+            guard let idle = state.idle else { return .some(nil) }
+            if idle.origin == target.origin { return .some(idle.channel) }
+            // Another host now (Target named an edge host): the old connection will not be used again.
+            idle.channel.close(promise: nil)
+            return .some(nil)
+        }
+        guard case .some(let reusable) = lease else { return try await fallback.send(request) }
+        let deadline = NIODeadline.now() + .nanoseconds(request.timeout.nanoseconds)
+        let (result, keep) = await exchange(request, target: target, on: reusable, deadline: deadline)
+        let closeNow = state.withLock { state -> Bool in
+            state.busy = false
+            guard let keep else { return false }
+            if state.closed { return true }
+            state.idle = (keep, target.origin)
+            return false
+        }
+        if closeNow { keep?.close(promise: nil) }
+        return try result.get()
+    }
+
+    /// The call on `reusable` (or a new connection), and the connection to keep for the next one, if any.
+    private func exchange(
+        _ request: HTTPRequest,
+        target: RequestTarget,
+        on reusable: (any Channel)?,
+        deadline: NIODeadline
+    ) async -> (Result<HTTPResponse, TransportError>, keep: (any Channel)?) {
+        var head = HTTPRequestHead(
+            version: .http1_1,
+            method: HTTPMethod(rawValue: request.method),
+            uri: target.pathAndQuery
+        )
+        head.headers.reserveCapacity(request.headers.count + 2)
+        head.headers.add(name: "Host", value: target.origin.hostHeader)
+        for header in request.headers { head.headers.add(name: header.name, value: header.value) }
+        if !request.body.isEmpty || request.method != "GET" {
+            head.headers.replaceOrAdd(name: "Content-Length", value: String(request.body.count))
+        }
+        let answer = Answer(
+            maxBytes: request.maxResponseBytes ?? maxResponseBytes,
+            deadline: deadline,
+            timeoutDetail: "no complete answer within \(request.timeout)",
+            idleTimeout: .nanoseconds(idleTimeout.nanoseconds)
+        )
+        var channel = reusable
+        while true {
+            let current: any Channel
+            if let channel {
+                current = channel
+            } else {
+                do throws(TransportError) {
+                    current = try await connect(target.origin, deadline: deadline)
+                } catch {
+                    return (.failure(error), nil)
+                }
+            }
+            let body = request.body.isEmpty ? nil : current.allocator.buffer(bytes: request.body)
+            let future = current.eventLoop.flatSubmit { [head] in
+                do {
+                    let handler = try current.pipeline.syncOperations.handler(type: ExchangeHandler.self)
+                    return handler.start(head: head, body: body, answer: answer, on: current.eventLoop)
+                } catch {
+                    return current.eventLoop.makeFailedFuture(StaleConnection())
+                }
+            }
+            do {
+                let response = try await withTaskCancellationHandler {
+                    try await future.get()
+                } onCancel: {
+                    current.close(promise: nil)
+                }
+                return (.success(response.response), response.keepAlive ? current : nil)
+            } catch is StaleConnection where reusable != nil && channel != nil {
+                // Closed by the server while idle, found before anything was written: a new connection.
+                current.close(promise: nil)
+                channel = nil
+            } catch {
+                current.close(promise: nil)
+                if Task.isCancelled { return (.failure(TransportError(.cancelled, "cancelled")), nil) }
+                let failure =
+                    (error as? TransportError)
+                    ?? TransportError(.connection, "the connection closed before a whole answer")
+                return (.failure(failure), nil)
+            }
+        }
+    }
+
+    private func connect(_ origin: Origin, deadline: NIODeadline) async throws(TransportError) -> any Channel {
+        let remaining = deadline - .now()
+        let timeout = min(remaining, .nanoseconds(connectTimeout.nanoseconds))
+        guard timeout > .zero else { throw TransportError(.timeout, "no time left to connect to \(origin.host)") }
+        let context = origin.tls ? try tlsContext() : nil
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let context {
+                        try pipeline.addHandler(
+                            NIOSSLClientHandler(context: context, serverHostname: origin.serverName)
+                        )
+                    }
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(ExchangeHandler())
+                }
+            }
+        do {
+            let channel = try await bootstrap.connect(host: origin.host, port: origin.port).get()
+            opened.add(1, ordering: .relaxed)
+            if Task.isCancelled {
+                channel.close(promise: nil)
+                throw TransportError(.cancelled, "cancelled")
+            }
+            return channel
+        } catch let error as TransportError {
+            throw error
+        } catch ChannelError.connectTimeout {
+            throw TransportError(.timeout, "could not connect to \(origin.host):\(origin.port) in time")
+        } catch {
+            throw TransportError(.connection, "\(error)")
+        }
+    }
+
+    private func tlsContext() throws(TransportError) -> NIOSSLContext {
+        do {
+            return try tls.withLock { context in
+                if let context { return context }
+                let made = try NIOSSLContext(configuration: .makeClientConfiguration())
+                context = made
+                return made
+            }
+        } catch {
+            throw TransportError(.connection, "TLS set-up failed: \(error)")
+        }
+    }
+}
+
+/// The connection was found closed before the request was written: safe to send on a new one.
+private struct StaleConnection: Error {}
+
+/// What one call expects of its answer.
+private struct Answer: Sendable {
+    var maxBytes: Int
+    var deadline: NIODeadline
+    var timeoutDetail: String
+    var idleTimeout: TimeAmount
+}
+
+/// Writes one request and gathers its answer; on the connection's event loop only.
+private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    struct Received: Sendable {
+        var response: HTTPResponse
+        var keepAlive: Bool
+    }
+
+    private var context: ChannelHandlerContext?
+    private var promise: EventLoopPromise<Received>?
+    private var answer: Answer?
+    private var head: HTTPResponseHead?
+    private var body: ByteBuffer?
+    private var deadline: Scheduled<Void>?
+    private var idle: Scheduled<Void>?
+    /// Calls this connection has answered.
+    private var answered = 0
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish(.failure(TransportError(.connection, "the connection closed before a whole answer")))
+        self.context = nil
+    }
+
+    func start(
+        head request: HTTPRequestHead,
+        body: ByteBuffer?,
+        answer: Answer,
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<Received> {
+        guard let context, context.channel.isActive, promise == nil else {
+            return eventLoop.makeFailedFuture(StaleConnection())
+        }
+        idle?.cancel()
+        idle = nil
+        let promise = context.eventLoop.makePromise(of: Received.self)
+        self.promise = promise
+        self.answer = answer
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(deadline: answer.deadline) { [self] in
+            finish(.failure(TransportError(.timeout, answer.timeoutDetail)))
+        }
+        context.write(wrapOutboundOut(.head(request)), promise: nil)
+        if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        written.futureResult.assumeIsolated().whenFailure { [self] error in
+            finish(.failure(TransportError(.connection, "the request could not be written: \(error)")))
+        }
+        return promise.futureResult
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let answer else {
+            // Bytes no request asked for: this connection is not in a state to trust.
+            context.close(promise: nil)
+            return
+        }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body(var part):
+            let received = (body?.readableBytes ?? 0) + part.readableBytes
+            guard received <= answer.maxBytes else {
+                finish(.failure(TransportError(.bodyTooLarge, "response body over \(answer.maxBytes) bytes")))
+                return
+            }
+            if body == nil {
+                body = part
+            } else {
+                body!.writeBuffer(&part)
+            }
+        case .end:
+            guard let head else {
+                finish(.failure(TransportError(.connection, "an answer without a status line")))
+                return
+            }
+            let body = self.body.map { Array(buffer: $0) } ?? []
+            let response = HTTPResponse(status: Int(head.status.code), headers: head.headers, body: body)
+            finish(.success(Received(response: response, keepAlive: head.isKeepAlive)))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idle?.cancel()
+        if answered > 0, head == nil, promise != nil {
+            // Closed by the server with nothing of the answer sent, on a connection that had answered before:
+            // its keep-alive timeout met the request on the way (the server read none of it). Another
+            // connection is tried, as HTTP clients do (Go's net/http, for one).
+            finishStale()
+        } else {
+            finish(.failure(TransportError(.connection, "the connection closed before a whole answer")))
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(.failure(TransportError(.connection, "\(error)")))
+    }
+
+    /// Ends the call in progress, if any. A failure closes the connection; so does an answer that asks it.
+    private func finish(_ result: Result<Received, TransportError>) {
+        guard let promise = end() else { return }
+        switch result {
+        case .success(let received):
+            answered += 1
+            if !received.keepAlive {
+                context?.close(promise: nil)
+            } else if let context, let idleTimeout = lastIdleTimeout {
+                idle = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) {
+                    context.close(promise: nil)
+                }
+            }
+            promise.succeed(received)
+        case .failure(let error):
+            context?.close(promise: nil)
+            promise.fail(error)
+        }
+    }
+
+    private func finishStale() {
+        end()?.fail(StaleConnection())
+    }
+
+    private var lastIdleTimeout: TimeAmount?
+
+    /// Clears the call in progress; its promise, if there was one.
+    private func end() -> EventLoopPromise<Received>? {
+        guard let promise else { return nil }
+        self.promise = nil
+        deadline?.cancel()
+        deadline = nil
+        lastIdleTimeout = answer?.idleTimeout
+        answer = nil
+        head = nil
+        body = nil
+        return promise
+    }
+}
+
+/// Where a request goes: scheme, host and port.
+struct Origin: Hashable, Sendable {
+    var tls: Bool
+    var host: String
+    var port: Int
+
+    /// The `Host` header: the port only when not the scheme's own, an IPv6 address in brackets.
+    var hostHeader: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return port == (tls ? 443 : 80) ? name : "\(name):\(port)"
+    }
+
+    /// The name TLS asks the server for (SNI): none for an address, which is checked against the
+    /// certificate's addresses instead.
+    var serverName: String? {
+        host.contains(":") || host.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) })
+            ? nil : host
+    }
+}
+
+/// A request's absolute URL read as its origin and the target of its request line; nil for anything but a
+/// plain `http://` or `https://` URL of printable ASCII (user info, a bad port, an empty host, spaces).
+struct RequestTarget: Equatable, Sendable {
+    var origin: Origin
+    /// The path (at least `/`) and the query, as the request line carries them.
+    var pathAndQuery: String
+
+    init?(url: String) {
+        let bytes = Array(url.utf8)
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        let tls: Bool
+        let lowered = url.prefix(8).lowercased()
+        if lowered.hasPrefix("https://") {
+            tls = true
+        } else if lowered.hasPrefix("http://") {
+            tls = false
+        } else {
+            return nil
+        }
+        let start = tls ? 8 : 7
+        let end =
+            bytes[start...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") })
+            ?? bytes.endIndex
+        let authority = bytes[start..<end]
+        guard !authority.contains(UInt8(ascii: "@")), !authority.contains(UInt8(ascii: "#")) else { return nil }
+        var host: ArraySlice<UInt8>
+        var port: ArraySlice<UInt8>?
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = authority[(authority.startIndex + 1)..<close]
+            let rest = authority[(close + 1)...]
+            if !rest.isEmpty {
+                guard rest.first == UInt8(ascii: ":") else { return nil }
+                port = rest.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
+            host = authority[..<colon]
+            port = authority[(colon + 1)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { return nil }
+        var number = tls ? 443 : 80
+        if let port {
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                let value = Int(String(decoding: port, as: UTF8.self)), (1...65535).contains(value)
+            else { return nil }
+            number = value
+        }
+        var rest = bytes[end...]
+        if let fragment = rest.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<fragment] }
+        self.origin = Origin(tls: tls, host: String(decoding: host, as: UTF8.self).lowercased(), port: number)
+        self.pathAndQuery = (rest.first == UInt8(ascii: "/") ? "" : "/") + String(decoding: rest, as: UTF8.self)
+    }
+}
+
+extension HTTPResponse {
+    /// An answer with NIO's headers, their names lower-cased, a repeated header's values joined by `, `.
+    init(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        var merged: [String: String] = [:]
+        merged.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            let key = name.lowercased()
+            merged[key] = merged[key].map { "\($0), \(value)" } ?? value
+        }
+        self.init(status: status, headers: merged, body: body)
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, at most about 30 years (a timeout of `.seconds(.max)` does not overflow).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        guard seconds < 1 << 30 else { return Int64(1 << 30) * 1_000_000_000 }
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import PreflightProtocol
+import Synchronization
+import Testing
+import UpstreamHTTP
+
+@testable import UpstreamHTTPClient
+
+/// `KeepAliveConnection` against the simulator over loopback: one connection for calls made one after
+/// another, a new one when the server closed it, the general client when busy, and the same failures as
+/// the general client for each fault of the simulator.
+@Suite struct KeepAliveConnectionTests {
+    /// The general client's stand-in: counts the calls handed to it and answers 299.
+    final class Fallback: HTTPTransport {
+        let calls = Mutex(0)
+        func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+            calls.withLock { $0 += 1 }
+            return HTTPResponse(status: 299)
+        }
+        var count: Int { calls.withLock { $0 } }
+    }
+
+    struct Setup {
+        let folder: TestFolder
+        let sim: SimulatorProcess
+        let fallback = Fallback()
+        let connection: KeepAliveConnection
+
+        init() throws {
+            folder = try TestFolder()
+            sim = try SimulatorProcess(folder: folder)
+            connection = KeepAliveConnection(fallback: fallback)
+        }
+
+        func delivery(timeout: Duration = .seconds(10), maxResponseBytes: Int? = nil) -> HTTPRequest {
+            HTTPRequest(
+                method: "POST",
+                url: sim.url + "/rest/v1/delivery?client=acme&sessionId=keep-alive",
+                headers: [(name: "Content-Type", value: "application/json")],
+                body: Array(#"{"context":{"channel":"web"}}"#.utf8),
+                timeout: timeout,
+                maxResponseBytes: maxResponseBytes
+            )
+        }
+
+        /// The simulator's count of the client connections it holds open (not the test's own control calls).
+        func openConnections() async throws -> Int {
+            Int(try await sim.call("GET", "/_sim/connections")?["open"]?.doubleValue ?? -1)
+        }
+
+        func fault(_ effect: JSONObject) async throws {
+            var spec: JSONObject = ["path": "/rest/v1/delivery", "count": 1]
+            for (key, value) in effect { spec[key] = value }
+            try await sim.call("POST", "/_sim/faults", .object(spec))
+        }
+
+        func failure(of request: HTTPRequest) async -> TransportError? {
+            do {
+                _ = try await connection.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    @Test func callsOneAfterAnotherShareOneConnection() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        for _ in 0..<5 {
+            let response = try await setup.connection.send(setup.delivery())
+            #expect(response.status == 200 || response.status == 400)
+            #expect(!response.body.isEmpty)
+            #expect(response.header("Date") != nil)
+        }
+        #expect(setup.connection.connectionsOpened == 1)
+        #expect(try await setup.openConnections() == 1)
+        #expect(setup.fallback.count == 0)
+        #expect(try await setup.sim.requests("delivery").count == 5)
+    }
+
+    @Test func aConnectionTheServerClosedWhileIdleIsReplacedWithoutAFailedCall() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        _ = try await setup.connection.send(setup.delivery())
+        try await setup.sim.call("POST", "/_sim/connections/close-idle")
+        try await waitFor("the simulator to close the idle connection") { try await setup.openConnections() == 0 }
+        let response = try await setup.connection.send(setup.delivery())
+        #expect(!response.body.isEmpty)
+        #expect(setup.connection.connectionsOpened == 2)
+        #expect(setup.fallback.count == 0)
+        #expect(try await setup.sim.requests("delivery").count == 2)
+    }
+
+    @Test func aCallWhileTheConnectionIsBusyGoesToTheGeneralClient() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(["latencyMs": 3000])
+        let connection = setup.connection
+        let request = setup.delivery()
+        async let slow = connection.send(request)
+        try await waitFor("the slow call to reach the simulator") {
+            try await setup.sim.requests("delivery").count == 1
+        }
+        let quick = try await setup.connection.send(setup.delivery())
+        #expect(quick.status == 299)
+        #expect(setup.fallback.count == 1)
+        #expect(try await slow.status != 299)
+        #expect(setup.connection.connectionsOpened == 1)
+    }
+
+    @Test func aBodyTricklingInEndsAtTheDeadlineAndTheConnectionIsNotReused() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(["trickleBytesPerSecond": 10])
+        #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
+        _ = try await setup.connection.send(setup.delivery())
+        #expect(setup.connection.connectionsOpened == 2)
+    }
+
+    @Test func headersTricklingInEndAtTheDeadline() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(["slowHeadersBytesPerSecond": 10])
+        #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
+    }
+
+    @Test func aBodyOverTheCapFails() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(["oversizedBytes": 70_000])
+        #expect(await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))?.kind == .bodyTooLarge)
+        _ = try await setup.connection.send(setup.delivery())
+        #expect(setup.connection.connectionsOpened == 2)
+    }
+
+    @Test(arguments: [
+        ["resetMidBody": true] as JSONObject, ["truncated": true], ["drop": true], ["endlessBody": true],
+    ])
+    func aBrokenAnswerFailsAsAConnectionErrorAndTheNextCallGetsANewConnection(_ effect: JSONObject) async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(effect)
+        let failure = await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))
+        #expect(
+            failure?.kind == .connection || failure?.kind == .bodyTooLarge,
+            "\(effect): \(String(describing: failure))"
+        )
+        let response = try await setup.connection.send(setup.delivery())
+        #expect(!response.body.isEmpty)
+        #expect(setup.connection.connectionsOpened == 2)
+    }
+
+    @Test func aRefusedConnectionFailsAsAConnectionError() async throws {
+        let connection = KeepAliveConnection(fallback: Fallback())
+        // Port 9 (discard) has no listener on loopback here; nothing is sent.
+        let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:9/", timeout: .seconds(5))
+        do {
+            _ = try await connection.send(request)
+            Issue.record("a call to a closed port succeeded")
+        } catch {
+            #expect(error.kind == .connection)
+        }
+    }
+
+    @Test func aCancelledCallEndsCancelled() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        try await setup.fault(["hangMs": 10_000])
+        let connection = setup.connection
+        let request = setup.delivery(timeout: .seconds(30))
+        let call = Task { () -> TransportError? in
+            do throws(TransportError) {
+                _ = try await connection.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        try await waitFor("the call to reach the simulator") { try await setup.sim.requests("delivery").count == 1 }
+        call.cancel()
+        #expect(await call.value?.kind == .cancelled)
+    }
+
+    @Test func afterCloseCallsGoToTheGeneralClient() async throws {
+        let setup = try Setup()
+        _ = try await setup.connection.send(setup.delivery())
+        setup.connection.close()
+        try await waitFor("the connection to close") { try await setup.openConnections() == 0 }
+        #expect(try await setup.connection.send(setup.delivery()).status == 299)
+    }
+
+    @Test(arguments: [
+        ("http://127.0.0.1:8080/rest/v1/delivery?client=a", false, "127.0.0.1", 8080, "/rest/v1/delivery?client=a"),
+        ("HTTPS://Acme.tt.omtrdc.net/rest/v1/delivery", true, "acme.tt.omtrdc.net", 443, "/rest/v1/delivery"),
+        ("http://example.com", false, "example.com", 80, "/"),
+        ("http://example.com?x=1", false, "example.com", 80, "/?x=1"),
+        ("http://[::1]:8080/a#fragment", false, "::1", 8080, "/a"),
+    ])
+    func aPlainURLIsRead(_ url: String, _ tls: Bool, _ host: String, _ port: Int, _ path: String) throws {
+        let target = try #require(RequestTarget(url: url))
+        #expect(target.origin == Origin(tls: tls, host: host, port: port))
+        #expect(target.pathAndQuery == path)
+    }
+
+    @Test(arguments: [
+        "ftp://example.com/", "http://user@example.com/", "http://example.com:0/", "http://example.com:99999/",
+        "http://example.com:/", "http:///path", "http://exa mple.com/", "http://[::1/", "example.com/path",
+    ])
+    func anythingElseGoesToTheGeneralClient(_ url: String) {
+        #expect(RequestTarget(url: url) == nil)
+    }
+
+    @Test func theHostHeaderNamesThePortOnlyWhenNotTheSchemes() {
+        #expect(Origin(tls: true, host: "a.example", port: 443).hostHeader == "a.example")
+        #expect(Origin(tls: false, host: "a.example", port: 443).hostHeader == "a.example:443")
+        #expect(Origin(tls: false, host: "::1", port: 80).hostHeader == "[::1]")
+        #expect(Origin(tls: true, host: "10.0.0.1", port: 443).serverName == nil)
+        #expect(Origin(tls: true, host: "a.example", port: 443).serverName == "a.example")
+    }
+}
