@@ -22,7 +22,9 @@ import Testing
     @Test(arguments: [
         "", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 UTC",
         "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
-        "Sun, 06 Nov 1994 08:49 GMT",
+        "Sun, 06 Nov 1994 08:49 GMT", "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 06 nov 1994 08:49:37 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:60:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMX",
+        "Sun; 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 19x4 08:49:37 GMT", "Sun, 06 Nov 1994 08-49-37 GMT",
     ])
     func anythingElseIsNotADate(text: String) {
         #expect(UpstreamTime.parseHTTPDate(text) == nil)
