@@ -12,7 +12,7 @@ public struct NotificationAnswer: Sendable, Equatable {
     public var tntId: String?
     public var edgeHost: String?
     /// The `id` of each element of `notifications`, in Target's order (an element without one is skipped).
-    public var acknowledged: [String] = []
+    public var acknowledged = AcknowledgedIDs()
 
     /// The answer, when `body` has its plain shape; nil otherwise.
     public static func read(_ body: [UInt8]) -> NotificationAnswer? {
@@ -63,14 +63,14 @@ extension FastScanner {
     }
 
     /// `[{"id":…},…]`: each element an object of strings; the ids in order.
-    private mutating func acknowledgements() -> [String]? {
+    private mutating func acknowledgements() -> AcknowledgedIDs? {
         guard take(UInt8(ascii: "[")) else { return nil }
-        var ids: [String] = []
+        var ids = AcknowledgedIDs()
         if take(UInt8(ascii: "]")) { return ids }
-        ids.reserveCapacity(64)
+        ids.reserveCapacity(count: 64, bytes: 64 * 36)
         repeat {
             guard let id = flatObject(capturing: "id") else { return nil }
-            if let id { ids.append(text(id)) }
+            if let id { ids.append(UnsafeBufferPointer(rebasing: bytes[id])) }
         } while take(UInt8(ascii: ","))
         return take(UInt8(ascii: "]")) ? ids : nil
     }
@@ -133,5 +133,65 @@ extension FastScanner {
 
     private var peek: UInt8? {
         index < bytes.count ? bytes[index] : nil
+    }
+}
+
+/// The ids of the notifications Target confirmed, in its order, kept as their UTF-8 bytes one after another:
+/// a batch's answer is read and matched against the batch without making a `String` per id (about 800
+/// instructions each, made and freed, on the sender's path; tools/bench --profile).
+public struct AcknowledgedIDs: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
+    private var utf8: [UInt8] = []
+    /// Where each id ends in `utf8`.
+    private var ends: [Int] = []
+
+    public init() {}
+
+    public init(_ ids: some Sequence<String>) {
+        for id in ids { append(id) }
+    }
+
+    public init(arrayLiteral ids: String...) {
+        self.init(ids)
+    }
+
+    public mutating func reserveCapacity(count: Int, bytes: Int) {
+        ends.reserveCapacity(count)
+        utf8.reserveCapacity(bytes)
+    }
+
+    public mutating func append(_ id: UnsafeBufferPointer<UInt8>) {
+        utf8.append(contentsOf: id)
+        ends.append(utf8.count)
+    }
+
+    public mutating func append(_ id: String) {
+        utf8.append(contentsOf: id.utf8)
+        ends.append(utf8.count)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { ends.count }
+
+    private func range(_ index: Int) -> Range<Int> {
+        (index == 0 ? 0 : ends[index - 1])..<ends[index]
+    }
+
+    /// The id at `index`, as a string (made on demand).
+    public subscript(index: Int) -> String {
+        String(decoding: utf8[range(index)], as: UTF8.self)
+    }
+
+    /// Whether the id at `index` is `id`, compared as bytes.
+    public func id(at index: Int, is id: String) -> Bool {
+        let range = range(index)
+        var id = id
+        return id.withUTF8 { other in
+            guard other.count == range.count else { return false }
+            return utf8.withUnsafeBufferPointer { bytes in
+                var offset = 0
+                while offset < other.count, bytes[range.lowerBound + offset] == other[offset] { offset += 1 }
+                return offset == other.count
+            }
+        }
     }
 }

@@ -221,7 +221,7 @@ public struct DeliveryResponse: Sendable {
     public var prefetched: [Mbox]
     public var executed: [Mbox]
     /// The ids of the notifications Target confirmed, in its order.
-    public var acknowledgedNotificationIds: [String]
+    public var acknowledgedNotificationIds: AcknowledgedIDs
     /// The `QAPreview.generation` the request was sent under: its offers are the preview's of that one.
     public var previewGeneration = 0
 }
@@ -324,7 +324,9 @@ extension DeliveryResponse {
             edgeHost: body["edgeHost"]?.stringValue,
             prefetched: mboxes(body["prefetch"]?["mboxes"]),
             executed: mboxes(body["execute"]?["mboxes"]),
-            acknowledgedNotificationIds: (body["notifications"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            acknowledgedNotificationIds: AcknowledgedIDs(
+                (body["notifications"]?.arrayValue ?? []).lazy.compactMap { $0["id"]?.stringValue }
+            )
         )
     }
 

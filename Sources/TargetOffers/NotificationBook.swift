@@ -1,5 +1,6 @@
 import DequeModule
 import PreflightCore
+import PreflightProtocol
 
 /// The display notifications not yet confirmed by Target, as a pure value: what is pending, what is
 /// in flight, the counters and the retry backoff. No file, no lock, no clock: each change takes the
@@ -96,13 +97,16 @@ struct NotificationBook: Sendable {
     ///
     /// `acknowledged` is in Target's order, which is the request's when it confirms the whole batch: then
     /// the ids are compared in place, with no set to build and hash (once per display notification).
-    mutating func complete(_ batch: [DisplayNotification], acknowledged: [String]) -> [String] {
+    mutating func complete(_ batch: [DisplayNotification], acknowledged: AcknowledgedIDs) -> [String] {
         var unconfirmed: [DisplayNotification] = []
         var confirmed: [String] = []
         // By index: each element read in place, not copied out.
-        if acknowledged.count == batch.count, batch.indices.allSatisfy({ batch[$0].id == acknowledged[$0] }) {
-            for index in batch.indices { inFlight[batch[index].serial] = nil }
-            confirmed = acknowledged
+        if acknowledged.count == batch.count, batch.indices.allSatisfy({ acknowledged.id(at: $0, is: batch[$0].id) }) {
+            confirmed.reserveCapacity(batch.count)
+            for index in batch.indices {
+                inFlight[batch[index].serial] = nil
+                confirmed.append(batch[index].id)
+            }
         } else {
             let acknowledged = Set(acknowledged)
             for notification in batch {

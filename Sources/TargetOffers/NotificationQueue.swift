@@ -1,5 +1,6 @@
 import Logging
 import PreflightCore
+import PreflightProtocol
 import Synchronization
 
 /// Display notifications not yet confirmed by Target.
@@ -120,7 +121,7 @@ public final class NotificationQueue: Sendable {
 
     /// Settles a batch after Target answered: acknowledged ids leave the queue and the journal; any
     /// other goes back to the front to be sent again.
-    public func complete(_ batch: [DisplayNotification], acknowledged: [String]) {
+    public func complete(_ batch: [DisplayNotification], acknowledged: AcknowledgedIDs) {
         guard !batch.isEmpty else { return }
         state.withLock { state in
             state.journal.acknowledge(state.book.complete(batch, acknowledged: acknowledged))

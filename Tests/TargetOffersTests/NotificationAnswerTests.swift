@@ -95,3 +95,19 @@ import UpstreamHTTP
         #expect(accepted > 100)
     }
 }
+
+/// The confirmed ids kept as bytes: each read back as it was, and compared with a batch's id byte by byte.
+@Suite struct AcknowledgedIDsTests {
+    @Test func idsAreKeptInOrderAndComparedAsBytes() {
+        let ids: AcknowledgedIDs = ["n-1", "", "é-2", "n-10"]
+        #expect(Array(ids) == ["n-1", "", "é-2", "n-10"])
+        #expect(ids.count == 4)
+        #expect(ids.id(at: 0, is: "n-1"))
+        #expect(!ids.id(at: 0, is: "n-10") && !ids.id(at: 0, is: "n-") && !ids.id(at: 0, is: "n-2"))
+        #expect(ids.id(at: 1, is: "") && !ids.id(at: 1, is: "n"))
+        #expect(ids.id(at: 2, is: "é-2") && !ids.id(at: 2, is: "e-2"))
+        #expect(ids.id(at: 3, is: "n-10") && !ids.id(at: 3, is: "n-1"))
+        #expect(ids == AcknowledgedIDs(["n-1", "", "é-2", "n-10"]))
+        #expect(ids != ["n-1", "", "é-2"])
+    }
+}
