@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Target's answer to a Delivery call that carried only notifications, read in one pass without a JSON tree:
 /// `{"status":200,"requestId":…,"client":…,"id":{"tntId":…},"edgeHost":…,"notifications":[{"id":…},…]}`.
 ///
@@ -187,10 +193,9 @@ public struct AcknowledgedIDs: Sendable, Hashable, RandomAccessCollection, Expre
         var id = id
         return id.withUTF8 { other in
             guard other.count == range.count else { return false }
+            guard let otherBase = other.baseAddress else { return true }
             return utf8.withUnsafeBufferPointer { bytes in
-                var offset = 0
-                while offset < other.count, bytes[range.lowerBound + offset] == other[offset] { offset += 1 }
-                return offset == other.count
+                memcmp(bytes.baseAddress! + range.lowerBound, otherBase, range.count) == 0
             }
         }
     }
