@@ -16,34 +16,49 @@ public enum RandomUUID {
         return format(high: high, low: low)
     }
 
+    /// Appends a new one's 36 bytes to `bytes`, with no `String` made (a display notification's id, written
+    /// into its encoded item on the I/O thread).
+    public static func append(to bytes: inout [UInt8]) {
+        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
+            write(high: high, low: low, to: buffer.baseAddress!)
+            bytes.append(contentsOf: buffer)
+        }
+    }
+
     /// The UUID of 128 random bits, its version and variant set.
     static func format(high: UInt64, low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            guard let out = buffer.baseAddress else { return 0 }
+            write(high: high, low: low, to: out)
+            return 36
+        }
+    }
+
+    /// Writes the 36 bytes of the UUID of `high` and `low` at `out`.
+    private static func write(high: UInt64, low: UInt64, to out: UnsafeMutablePointer<UInt8>) {
         let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let variant = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            // A byte at a time, two digits from the table, dashes at their places: no branch per digit (this
-            // runs for every display notification, on the I/O thread).
-            guard let out = buffer.baseAddress else { return 0 }
-            hexDigits.withUnsafeBufferPointer { table in
-                let digits = table.baseAddress!
-                func put(_ word: UInt64, bytes: Int, at position: Int) {
-                    for index in 0..<bytes {
-                        let byte = Int((word >> UInt64(8 * (bytes - 1 - index))) & 0xFF)
-                        out[position + 2 * index] = digits[2 * byte]
-                        out[position + 2 * index + 1] = digits[2 * byte + 1]
-                    }
+        // A byte at a time, two digits from the table, dashes at their places: no branch per digit (this
+        // runs for every display notification, on the I/O thread).
+        hexDigits.withUnsafeBufferPointer { table in
+            let digits = table.baseAddress!
+            func put(_ word: UInt64, bytes: Int, at position: Int) {
+                for index in 0..<bytes {
+                    let byte = Int((word >> UInt64(8 * (bytes - 1 - index))) & 0xFF)
+                    out[position + 2 * index] = digits[2 * byte]
+                    out[position + 2 * index + 1] = digits[2 * byte + 1]
                 }
-                put(versioned >> 32, bytes: 4, at: 0)
-                out[8] = UInt8(ascii: "-")
-                put(versioned >> 16, bytes: 2, at: 9)
-                out[13] = UInt8(ascii: "-")
-                put(versioned, bytes: 2, at: 14)
-                out[18] = UInt8(ascii: "-")
-                put(variant >> 48, bytes: 2, at: 19)
-                out[23] = UInt8(ascii: "-")
-                put(variant, bytes: 6, at: 24)
             }
-            return 36
+            put(versioned >> 32, bytes: 4, at: 0)
+            out[8] = UInt8(ascii: "-")
+            put(versioned >> 16, bytes: 2, at: 9)
+            out[13] = UInt8(ascii: "-")
+            put(versioned, bytes: 2, at: 14)
+            out[18] = UInt8(ascii: "-")
+            put(variant >> 48, bytes: 2, at: 19)
+            out[23] = UInt8(ascii: "-")
+            put(variant, bytes: 6, at: 24)
         }
     }
 

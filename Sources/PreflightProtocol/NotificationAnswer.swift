@@ -189,14 +189,17 @@ public struct AcknowledgedIDs: Sendable, Hashable, RandomAccessCollection, Expre
 
     /// Whether the id at `index` is `id`, compared as bytes.
     public func id(at index: Int, is id: String) -> Bool {
-        let range = range(index)
         var id = id
-        return id.withUTF8 { other in
-            guard other.count == range.count else { return false }
-            guard let otherBase = other.baseAddress else { return true }
-            return utf8.withUnsafeBufferPointer { bytes in
-                memcmp(bytes.baseAddress! + range.lowerBound, otherBase, range.count) == 0
-            }
+        return id.withUTF8 { self.id(at: index, is: $0) }
+    }
+
+    /// Whether the id at `index` is the one of UTF-8 bytes `other`.
+    public func id(at index: Int, is other: UnsafeBufferPointer<UInt8>) -> Bool {
+        let range = range(index)
+        guard other.count == range.count else { return false }
+        guard let otherBase = other.baseAddress else { return true }
+        return utf8.withUnsafeBufferPointer { bytes in
+            memcmp(bytes.baseAddress! + range.lowerBound, otherBase, range.count) == 0
         }
     }
 }

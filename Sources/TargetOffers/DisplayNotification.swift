@@ -12,7 +12,10 @@ import Synchronization
 /// copy and destroy; a notification was copied six times between its queueing and Target's answer.
 public struct DisplayNotification: Sendable, Hashable {
     private final class Fields: Sendable {
-        let id: String
+        /// The id as given, for one read from a journal or a test; nil for one made here, whose id is the
+        /// 36 plain bytes at `idBytes` in `encoded` (no `String` made and freed per cached load).
+        let storedID: String?
+        let idBytes: Range<Int>
         let timestampMs: Int64
         let mboxName: String
         let property: String?
@@ -22,7 +25,8 @@ public struct DisplayNotification: Sendable, Hashable {
         let serial: Int
 
         init(
-            id: String,
+            storedID: String?,
+            idBytes: Range<Int>,
             timestampMs: Int64,
             mboxName: String,
             property: String?,
@@ -31,7 +35,8 @@ public struct DisplayNotification: Sendable, Hashable {
             timestampDigits: Range<Int>,
             serial: Int
         ) {
-            self.id = id
+            self.storedID = storedID
+            self.idBytes = idBytes
             self.timestampMs = timestampMs
             self.mboxName = mboxName
             self.property = property
@@ -44,7 +49,26 @@ public struct DisplayNotification: Sendable, Hashable {
 
     private var fields: Fields
 
-    public var id: String { fields.id }
+    public var id: String {
+        fields.storedID ?? String(decoding: fields.encoded[fields.idBytes], as: UTF8.self)
+    }
+
+    /// The id's UTF-8 bytes, without making a `String` of a generated one.
+    public func withIDBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if var stored = fields.storedID { return stored.withUTF8(body) }
+        return fields.encoded.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[fields.idBytes])) }
+    }
+
+    /// Writes the id as a JSON string: a generated id's bytes as they are (hex digits and dashes).
+    public func writeID(to writer: inout JSONWriter) {
+        if let stored = fields.storedID {
+            writer.writeString(stored)
+        } else {
+            writer.bytes.append(UInt8(ascii: "\""))
+            writer.bytes.append(contentsOf: fields.encoded[fields.idBytes])
+            writer.bytes.append(UInt8(ascii: "\""))
+        }
+    }
     public var timestampMs: Int64 { fields.timestampMs }
     public var mboxName: String { fields.mboxName }
     /// The property token of the offer it counts; nil: the configured property. A Delivery request carries one
@@ -149,7 +173,6 @@ public struct DisplayNotification: Sendable, Hashable {
         stampedByBoxClock: Bool,
         withImpressionId: Bool = false
     ) -> DisplayNotification {
-        let id = RandomUUID.make()
         // The id (36), a second id for an impression (53), the literals (about 50), the timestamp (13), the
         // fragment and the targeting members: reserved at once, not grown (a growth was about 300 instructions).
         let targetingMembers = DeliveryCodec.targetingJSON(targeting, profileParameters: profileParameters)
@@ -157,10 +180,12 @@ public struct DisplayNotification: Sendable, Hashable {
             reservingCapacity: 160 + fragment.count + (targetingMembers.isEmpty ? 0 : 64 * targetingMembers.count)
         )
         writer.appendASCII("{\"id\":\"")
-        writer.appendUnescaped(id)  // hex digits and dashes: nothing to escape
+        let idStart = writer.bytes.count
+        RandomUUID.append(to: &writer.bytes)  // hex digits and dashes: nothing to escape
+        let idBytes = idStart..<writer.bytes.count
         if withImpressionId {
             writer.appendASCII("\",\"impressionId\":\"")
-            writer.appendUnescaped(RandomUUID.make())
+            RandomUUID.append(to: &writer.bytes)
         }
         writer.appendASCII(typeAndTimestamp)
         let digitsStart = writer.bytes.count
@@ -176,7 +201,8 @@ public struct DisplayNotification: Sendable, Hashable {
         }
         writer.appendASCII("}")
         return DisplayNotification(
-            id: id,
+            storedID: nil,
+            idBytes: idBytes,
             timestampMs: timestampMs,
             mboxName: mboxName,
             property: property,
@@ -187,7 +213,8 @@ public struct DisplayNotification: Sendable, Hashable {
     }
 
     private init(
-        id: String,
+        storedID: String?,
+        idBytes: Range<Int>,
         timestampMs: Int64,
         mboxName: String,
         property: String?,
@@ -196,7 +223,8 @@ public struct DisplayNotification: Sendable, Hashable {
         timestampDigits: Range<Int>
     ) {
         fields = Fields(
-            id: id,
+            storedID: storedID,
+            idBytes: idBytes,
             timestampMs: timestampMs,
             mboxName: mboxName,
             property: property,
@@ -230,7 +258,8 @@ public struct DisplayNotification: Sendable, Hashable {
         }
         writer.appendASCII("}")
         self.init(
-            id: id,
+            storedID: id,
+            idBytes: 0..<0,
             timestampMs: Int64(timestamp),
             mboxName: item["mbox"]?["name"]?.stringValue ?? "",
             property: property,
@@ -247,8 +276,10 @@ public struct DisplayNotification: Sendable, Hashable {
         var encoded = fields.encoded
         encoded.replaceSubrange(fields.timestampDigits, with: digits.bytes)
         let start = fields.timestampDigits.lowerBound
+        // The id comes before the timestamp: its bytes stay where they are.
         fields = Fields(
-            id: fields.id,
+            storedID: fields.storedID,
+            idBytes: fields.idBytes,
             timestampMs: timestampMs,
             mboxName: fields.mboxName,
             property: fields.property,

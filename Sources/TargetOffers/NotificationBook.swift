@@ -40,17 +40,17 @@ struct NotificationBook: Sendable {
 
     var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
 
-    /// Queues one notification; over capacity, drops the oldest pending ones. Returns the ids dropped
+    /// Queues one notification; over capacity, drops the oldest pending ones. Returns those dropped
     /// (the journal acknowledges them so that a restart does not bring them back).
-    mutating func enqueue(_ notification: DisplayNotification) -> [String] {
+    mutating func enqueue(_ notification: DisplayNotification) -> [DisplayNotification] {
         pending.append(notification)
         counters.queued += 1
-        var dropped: [String] = []
+        var dropped: [DisplayNotification] = []
         while liveCount > capacity, !pending.isEmpty {
-            let oldest = pending.removeFirst().id
+            let oldest = pending.removeFirst()
             // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
             // batch for good (nothing would ever send it again to clear it).
-            if !suspects.isEmpty { suspects.remove(oldest) }
+            if !suspects.isEmpty { suspects.remove(oldest.id) }
             dropped.append(oldest)
             counters.droppedOverflow += 1
         }
@@ -93,26 +93,28 @@ struct NotificationBook: Sendable {
     }
 
     /// Settles a batch Target answered: acknowledged ids leave; any other goes back to the front to be
-    /// sent again. Clears the backoff. Returns the confirmed ids, for the journal.
+    /// sent again. Clears the backoff. Returns those confirmed, for the journal.
     ///
     /// `acknowledged` is in Target's order, which is the request's when it confirms the whole batch: then
     /// the ids are compared in place, with no set to build and hash (once per display notification).
-    mutating func complete(_ batch: [DisplayNotification], acknowledged: AcknowledgedIDs) -> [String] {
+    mutating func complete(
+        _ batch: [DisplayNotification],
+        acknowledged: AcknowledgedIDs
+    ) -> [DisplayNotification] {
         var unconfirmed: [DisplayNotification] = []
-        var confirmed: [String] = []
+        var confirmed: [DisplayNotification] = []
         // By index: each element read in place, not copied out.
-        if acknowledged.count == batch.count, batch.indices.allSatisfy({ acknowledged.id(at: $0, is: batch[$0].id) }) {
-            confirmed.reserveCapacity(batch.count)
-            for index in batch.indices {
-                inFlight[batch[index].serial] = nil
-                confirmed.append(batch[index].id)
-            }
+        if acknowledged.count == batch.count,
+            batch.indices.allSatisfy({ index in batch[index].withIDBytes { acknowledged.id(at: index, is: $0) } })
+        {
+            for index in batch.indices { inFlight[batch[index].serial] = nil }
+            confirmed = batch
         } else {
             let acknowledged = Set(acknowledged)
             for notification in batch {
                 let live = inFlight.removeValue(forKey: notification.serial) != nil
                 if acknowledged.contains(notification.id) {
-                    confirmed.append(notification.id)
+                    confirmed.append(notification)
                 } else if live {
                     unconfirmed.append(notification)
                 }
@@ -120,7 +122,7 @@ struct NotificationBook: Sendable {
         }
         counters.sent += confirmed.count
         if !suspects.isEmpty {
-            for id in confirmed { suspects.remove(id) }
+            for notification in confirmed { suspects.remove(notification.id) }
         }
         pending.prepend(contentsOf: unconfirmed)
         consecutiveFailures = 0
@@ -152,10 +154,10 @@ struct NotificationBook: Sendable {
     }
 
     /// Drops everything not yet confirmed (the box opted out of Target): pending ones at once, and those in
-    /// flight when their send settles (they are no longer live, so nothing puts them back). Returns the
-    /// ids, for the journal.
-    mutating func dropAll() -> [String] {
-        let dropped = inFlight.values.map(\.id) + pending.map(\.id)
+    /// flight when their send settles (they are no longer live, so nothing puts them back). Returns them,
+    /// for the journal.
+    mutating func dropAll() -> [DisplayNotification] {
+        let dropped = Array(inFlight.values) + Array(pending)
         counters.droppedOptedOut += dropped.count
         pending.removeAll()
         inFlight.removeAll()
@@ -166,14 +168,18 @@ struct NotificationBook: Sendable {
     }
 
     /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.
-    /// Returns its id, for the journal.
-    mutating func reject(_ notification: DisplayNotification, reason: String, epochMs: Int64) -> [String] {
+    /// Returns it, for the journal.
+    mutating func reject(
+        _ notification: DisplayNotification,
+        reason: String,
+        epochMs: Int64
+    ) -> [DisplayNotification] {
         inFlight[notification.serial] = nil
         suspects.remove(notification.id)
         counters.refused += 1
         counters.lastRefusal = reason
         counters.lastRefusalAtMs = epochMs
-        return [notification.id]
+        return [notification]
     }
 
     /// Whether a standalone batch should go now: suspects waiting, enough queued, or the oldest has

@@ -81,18 +81,21 @@ struct NotificationJournal: Sendable {
         append { Self.appendAddLine(notification, to: &$0) }
     }
 
-    /// Records notifications that left the queue: `{"ack":["id",…]}`, written without a JSON tree.
-    mutating func acknowledge(_ ids: [String]) {
-        guard !ids.isEmpty else { return }
+    /// Records notifications that left the queue: `{"ack":["id",…]}`, their ids written straight into the
+    /// unwritten bytes.
+    mutating func acknowledge(_ notifications: [DisplayNotification]) {
+        guard !notifications.isEmpty else { return }
         append { bytes in
-            var writer = JSONWriter(reservingCapacity: 12 + ids.count * 40)
+            // The writer borrows the unwritten bytes and gives them back: no line of its own to copy.
+            var writer = JSONWriter(reservingCapacity: 0)
+            swap(&writer.bytes, &bytes)
+            defer { swap(&writer.bytes, &bytes) }
             writer.appendASCII("{\"ack\":[")
-            for (index, id) in ids.enumerated() {
+            for (index, notification) in notifications.enumerated() {
                 if index > 0 { writer.appendASCII(",") }
-                writer.writeString(id)
+                notification.writeID(to: &writer)
             }
             writer.appendASCII("]}\n")
-            bytes.append(contentsOf: writer.bytes)
         }
     }
 

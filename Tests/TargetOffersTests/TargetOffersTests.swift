@@ -368,6 +368,34 @@ func onDeviceService(
         #expect(restarted.summary.counters.replayed == 1)
         #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
     }
+
+    /// A display notification's id lives only in its encoded item; the whole batch confirmed in order (the
+    /// sender's usual answer) is matched there and acknowledged in the journal by those bytes.
+    @Test func aBatchConfirmedInOrderLeavesTheJournalByItsEncodedIds() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        var notifications = ["a", "b", "c"].map { notification($0) }
+        notifications[1].restamp(1_800_000_000_123)
+        for notification in notifications {
+            #expect(notification.id.utf8.count == 36)
+            #expect(notification.encoded.starts(with: Array("{\"id\":\"\(notification.id)\",".utf8)))
+            #expect(notification.withIDBytes { Array($0) } == Array(notification.id.utf8))
+        }
+        #expect(Set(notifications.map(\.id)).count == 3)
+        do {
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            for notification in notifications { queue.enqueue(notification) }
+            let batch = queue.take(max: 10)
+            queue.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
+            #expect(queue.summary.counters.sent == 3 && queue.summary.pending == 0)
+            queue.commitJournal()
+        }
+        let journal = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(journal.contains("{\"ack\":[\(notifications.map { "\"\($0.id)\"" }.joined(separator: ","))]}\n"))
+        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+        #expect(restarted.summary.pending == 0)
+    }
 }
 
 @Suite struct DeliveryCodecTests {
