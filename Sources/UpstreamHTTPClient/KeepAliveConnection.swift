@@ -23,7 +23,8 @@ import UpstreamHTTP
 /// body, so a body trickling in cannot hold the call), a body over the cap fails `bodyTooLarge`, and a
 /// connection in any doubt (an error, a timeout, a cancelled call, an answer that says `close`) is closed,
 /// never reused. An idle connection is closed after `idleTimeout`. A connection the server closed while it
-/// was idle is replaced before anything is written on it, so that case costs no failed call.
+/// was idle is replaced before anything is written on it, so that case costs no failed call; one that closes
+/// after the request went out fails the call, which is not sent again (the server may have carried it out).
 public final class KeepAliveConnection: HTTPTransport {
     private let fallback: any HTTPTransport
     private let group: any EventLoopGroup
@@ -244,8 +245,6 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
     private var body: ByteBuffer?
     private var deadline: Scheduled<Void>?
     private var idle: Scheduled<Void>?
-    /// Calls this connection has answered.
-    private var answered = 0
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -316,14 +315,9 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
 
     func channelInactive(context: ChannelHandlerContext) {
         idle?.cancel()
-        if answered > 0, head == nil, promise != nil {
-            // Closed by the server with nothing of the answer sent, on a connection that had answered before:
-            // its keep-alive timeout met the request on the way (the server read none of it). Another
-            // connection is tried, as HTTP clients do (Go's net/http, for one).
-            finishStale()
-        } else {
-            finish(.failure(TransportError(.connection, "the connection closed before a whole answer")))
-        }
+        // Closed with no answer, even on a connection that answered before: the server may have carried the
+        // request out, so it is not sent again (a POST is not replayable; Go's net/http decides the same).
+        finish(.failure(TransportError(.connection, "the connection closed before a whole answer")))
         context.fireChannelInactive()
     }
 
@@ -336,7 +330,6 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
         guard let promise = end() else { return }
         switch result {
         case .success(let received):
-            answered += 1
             if !received.keepAlive {
                 context?.close(promise: nil)
             } else if let context, let idleTimeout = lastIdleTimeout {
@@ -349,10 +342,6 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
             context?.close(promise: nil)
             promise.fail(error)
         }
-    }
-
-    private func finishStale() {
-        end()?.fail(StaleConnection())
     }
 
     private var lastIdleTimeout: TimeAmount?

@@ -92,6 +92,18 @@ import UpstreamHTTP
         #expect(try await setup.sim.requests("delivery").count == 2)
     }
 
+    /// The server read the request and closed without answering: the call fails and is not sent again,
+    /// even on a connection that answered before (the server may have carried it out).
+    @Test func aRequestTheServerDroppedIsNotSentAgain() async throws {
+        let setup = try Setup()
+        defer { setup.connection.close() }
+        _ = try await setup.connection.send(setup.delivery())
+        try await setup.fault(["drop": true])
+        #expect(await setup.failure(of: setup.delivery())?.kind == .connection)
+        #expect(try await setup.sim.requests("delivery").count == 2)
+        #expect(setup.fallback.count == 0)
+    }
+
     @Test func aCallWhileTheConnectionIsBusyGoesToTheGeneralClient() async throws {
         let setup = try Setup()
         defer { setup.connection.close() }
