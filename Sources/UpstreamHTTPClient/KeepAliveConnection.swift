@@ -186,8 +186,18 @@ public final class KeepAliveConnection: HTTPTransport {
                     try pipeline.addHandler(ExchangeHandler())
                 }
             }
+        // A cancelled call (the agent stopping) does not wait for a connect that hangs (SYNs unanswered):
+        // it ends at once, and the connection, should it come, is closed.
+        let connecting = bootstrap.connect(host: origin.host, port: origin.port)
+        let outcome = connecting.eventLoop.makePromise(of: (any Channel).self)
+        connecting.whenComplete { outcome.completeWith($0) }
         do {
-            let channel = try await bootstrap.connect(host: origin.host, port: origin.port).get()
+            let channel = try await withTaskCancellationHandler {
+                try await outcome.futureResult.get()
+            } onCancel: {
+                outcome.fail(CancellationError())
+                connecting.whenSuccess { $0.close(promise: nil) }
+            }
             opened.add(1, ordering: .relaxed)
             if Task.isCancelled {
                 channel.close(promise: nil)
@@ -196,6 +206,8 @@ public final class KeepAliveConnection: HTTPTransport {
             return channel
         } catch let error as TransportError {
             throw error
+        } catch is CancellationError {
+            throw TransportError(.cancelled, "cancelled")
         } catch ChannelError.connectTimeout {
             throw TransportError(.timeout, "could not connect to \(origin.host):\(origin.port) in time")
         } catch {

@@ -194,6 +194,49 @@ import UpstreamHTTP
         #expect(await call.value?.kind == .cancelled)
     }
 
+    /// A server whose accept queue is full drops the SYNs of a new connection, so the connect hangs; a
+    /// cancelled call (the agent stopping) ends at once rather than at the connect's own timeout.
+    @Test func aCancelledCallDoesNotWaitForAHangingConnect() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(listener, generic, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, generic, &length) == 0
+            }
+        }
+        #expect(bound)
+        // Fill the accept queue (never accepted): later SYNs to it go unanswered.
+        var fillers: [Int32] = []
+        defer { for filler in fillers { close(filler) } }
+        for _ in 0..<4 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(filler)
+            _ = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let connection = KeepAliveConnection(fallback: Fallback(), connectTimeout: .seconds(60))
+        let request = HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)/", timeout: .seconds(60))
+        let call = Task { () -> TransportError? in
+            do throws(TransportError) {
+                _ = try await connection.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        call.cancel()
+        #expect(await call.value?.kind == .cancelled)
+        #expect(connection.connectionsOpened == 0)
+    }
+
     @Test func afterCloseCallsGoToTheGeneralClient() async throws {
         let setup = try Setup()
         _ = try await setup.connection.send(setup.delivery())
