@@ -20,7 +20,20 @@ import UpstreamHTTP
         var count: Int { calls.withLock { $0 } }
     }
 
-    struct Setup {
+    /// The call, as a task whose value is its failure (nil: answered).
+    static func started(_ request: HTTPRequest, on connection: KeepAliveConnection) -> Task<TransportError?, Never> {
+        Task {
+            do throws(TransportError) {
+                _ = try await connection.send(request)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    /// One test's simulator and connection; the connection is closed when the test lets go of it.
+    final class Setup {
         let folder: TestFolder
         let sim: SimulatorProcess
         let fallback = Fallback()
@@ -30,6 +43,10 @@ import UpstreamHTTP
             folder = try TestFolder()
             sim = try SimulatorProcess(folder: folder)
             connection = KeepAliveConnection(fallback: fallback)
+        }
+
+        deinit {
+            connection.close()
         }
 
         func delivery(timeout: Duration = .seconds(10), maxResponseBytes: Int? = nil) -> HTTPRequest {
@@ -55,18 +72,12 @@ import UpstreamHTTP
         }
 
         func failure(of request: HTTPRequest) async -> TransportError? {
-            do {
-                _ = try await connection.send(request)
-                return nil
-            } catch {
-                return error
-            }
+            await KeepAliveConnectionTests.started(request, on: connection).value
         }
     }
 
     @Test func callsOneAfterAnotherShareOneConnection() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         for _ in 0..<5 {
             let response = try await setup.connection.send(setup.delivery())
             #expect(response.status == 200 || response.status == 400)
@@ -81,7 +92,6 @@ import UpstreamHTTP
 
     @Test func aConnectionTheServerClosedWhileIdleIsReplacedWithoutAFailedCall() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         _ = try await setup.connection.send(setup.delivery())
         try await setup.sim.call("POST", "/_sim/connections/close-idle")
         try await waitFor("the simulator to close the idle connection") { try await setup.openConnections() == 0 }
@@ -96,7 +106,6 @@ import UpstreamHTTP
     /// even on a connection that answered before (the server may have carried it out).
     @Test func aRequestTheServerDroppedIsNotSentAgain() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         _ = try await setup.connection.send(setup.delivery())
         try await setup.fault(["drop": true])
         #expect(await setup.failure(of: setup.delivery())?.kind == .connection)
@@ -106,7 +115,6 @@ import UpstreamHTTP
 
     @Test func aCallWhileTheConnectionIsBusyGoesToTheGeneralClient() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(["latencyMs": 3000])
         let connection = setup.connection
         let request = setup.delivery()
@@ -123,7 +131,6 @@ import UpstreamHTTP
 
     @Test func aBodyTricklingInEndsAtTheDeadlineAndTheConnectionIsNotReused() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(["trickleBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
         _ = try await setup.connection.send(setup.delivery())
@@ -132,14 +139,12 @@ import UpstreamHTTP
 
     @Test func headersTricklingInEndAtTheDeadline() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(["slowHeadersBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
     }
 
     @Test func aBodyOverTheCapFails() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(["oversizedBytes": 70_000])
         #expect(await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))?.kind == .bodyTooLarge)
         _ = try await setup.connection.send(setup.delivery())
@@ -151,7 +156,6 @@ import UpstreamHTTP
     ])
     func aBrokenAnswerFailsAsAConnectionErrorAndTheNextCallGetsANewConnection(_ effect: JSONObject) async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(effect)
         let failure = await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))
         #expect(
@@ -177,18 +181,10 @@ import UpstreamHTTP
 
     @Test func aCancelledCallEndsCancelled() async throws {
         let setup = try Setup()
-        defer { setup.connection.close() }
         try await setup.fault(["hangMs": 10_000])
         let connection = setup.connection
         let request = setup.delivery(timeout: .seconds(30))
-        let call = Task { () -> TransportError? in
-            do throws(TransportError) {
-                _ = try await connection.send(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let call = Self.started(request, on: connection)
         try await waitFor("the call to reach the simulator") { try await setup.sim.requests("delivery").count == 1 }
         call.cancel()
         #expect(await call.value?.kind == .cancelled)
@@ -224,14 +220,7 @@ import UpstreamHTTP
         let port = Int(UInt16(bigEndian: address.sin_port))
         let connection = KeepAliveConnection(fallback: Fallback(), connectTimeout: .seconds(60))
         let request = HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)/", timeout: .seconds(60))
-        let call = Task { () -> TransportError? in
-            do throws(TransportError) {
-                _ = try await connection.send(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        let call = Self.started(request, on: connection)
         call.cancel()
         #expect(await call.value?.kind == .cancelled)
         #expect(connection.connectionsOpened == 0)
