@@ -22,16 +22,18 @@ import UpstreamHTTP
 /// The guarantees are the general client's: the deadline covers the whole exchange (connect, TLS, head and
 /// body, so a body trickling in cannot hold the call), a body over the cap fails `bodyTooLarge`, and a
 /// connection in any doubt (an error, a timeout, a cancelled call, an answer that says `close`) is closed,
-/// never reused. An idle connection is closed after `idleTimeout`. A connection the server closed while it
-/// was idle is replaced before anything is written on it, so that case costs no failed call; one that closes
-/// after the request went out fails the call, which is not sent again (the server may have carried it out).
+/// never reused. An idle connection is closed after `idleTimeout`. A connection this side has seen the server
+/// close while it was idle is replaced before anything is written on it, so that case costs no failed call.
+/// A close that crosses the request on the way (the server's keep-alive timeout meeting the next call) fails
+/// the call, which is not sent again: the server may have carried it out, and HTTP/1.1 cannot tell. A failed
+/// notification batch is put back and sent again after the backoff.
 public final class KeepAliveConnection: HTTPTransport {
     private let fallback: any HTTPTransport
     private let group: any EventLoopGroup
     /// Largest response body read when the request names none (as `AsyncHTTPClientTransport`).
     public let maxResponseBytes: Int
-    private let connectTimeout: Duration
-    private let idleTimeout: Duration
+    private let connectTimeout: TimeAmount
+    private let idleTimeout: TimeAmount
     private let state = Mutex(State())
     /// Made by the first `https` call: reading the trust store costs memory an agent that never calls over
     /// TLS (the simulator on loopback) does not spend.
@@ -40,6 +42,9 @@ public final class KeepAliveConnection: HTTPTransport {
 
     /// How many connections this has opened (one for calls made one after another to one host).
     public var connectionsOpened: Int { opened.load(ordering: .relaxed) }
+
+    /// Whether a connection is kept between calls and still open as far as this side has seen.
+    var keepsAnOpenConnection: Bool { state.withLock { $0.idle?.channel.isActive ?? false } }
 
     private struct State {
         /// A call is using the connection.
@@ -58,8 +63,8 @@ public final class KeepAliveConnection: HTTPTransport {
     ) {
         self.fallback = fallback
         self.maxResponseBytes = maxResponseBytes
-        self.connectTimeout = connectTimeout
-        self.idleTimeout = idleTimeout
+        self.connectTimeout = TimeAmount(connectTimeout)
+        self.idleTimeout = TimeAmount(idleTimeout)
         self.group = group
     }
 
@@ -86,7 +91,7 @@ public final class KeepAliveConnection: HTTPTransport {
             return .some(nil)
         }
         guard case .some(let reusable) = lease else { return try await fallback.send(request) }
-        let deadline = NIODeadline.now() + .nanoseconds(request.timeout.nanoseconds)
+        let deadline = NIODeadline.now() + TimeAmount(request.timeout)
         let (result, keep) = await exchange(request, target: target, on: reusable, deadline: deadline)
         let closeNow = state.withLock { state -> Bool in
             state.busy = false
@@ -120,8 +125,7 @@ public final class KeepAliveConnection: HTTPTransport {
         let answer = Answer(
             maxBytes: request.maxResponseBytes ?? maxResponseBytes,
             deadline: deadline,
-            timeoutDetail: "no complete answer within \(request.timeout)",
-            idleTimeout: .nanoseconds(idleTimeout.nanoseconds)
+            timeoutDetail: "no complete answer within \(request.timeout)"
         )
         var channel = reusable
         while true {
@@ -151,7 +155,7 @@ public final class KeepAliveConnection: HTTPTransport {
                     current.close(promise: nil)
                 }
                 return (.success(response.response), response.keepAlive ? current : nil)
-            } catch is StaleConnection where reusable != nil && channel != nil {
+            } catch is StaleConnection where channel != nil {
                 // Closed by the server while idle, found before anything was written: a new connection.
                 current.close(promise: nil)
                 channel = nil
@@ -168,9 +172,10 @@ public final class KeepAliveConnection: HTTPTransport {
 
     private func connect(_ origin: Origin, deadline: NIODeadline) async throws(TransportError) -> any Channel {
         let remaining = deadline - .now()
-        let timeout = min(remaining, .nanoseconds(connectTimeout.nanoseconds))
+        let timeout = min(remaining, connectTimeout)
         guard timeout > .zero else { throw TransportError(.timeout, "no time left to connect to \(origin.host)") }
         let context = origin.tls ? try tlsContext() : nil
+        let idleTimeout = self.idleTimeout
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -183,7 +188,7 @@ public final class KeepAliveConnection: HTTPTransport {
                         )
                     }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(ExchangeHandler())
+                    try pipeline.addHandler(ExchangeHandler(idleTimeout: idleTimeout))
                 }
             }
         // A cancelled call (the agent stopping) does not wait for a connect that hangs (SYNs unanswered):
@@ -237,7 +242,6 @@ private struct Answer: Sendable {
     var maxBytes: Int
     var deadline: NIODeadline
     var timeoutDetail: String
-    var idleTimeout: TimeAmount
 }
 
 /// Writes one request and gathers its answer; on the connection's event loop only.
@@ -257,6 +261,12 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
     private var body: ByteBuffer?
     private var deadline: Scheduled<Void>?
     private var idle: Scheduled<Void>?
+    /// An answered connection unused this long is closed.
+    private let idleTimeout: TimeAmount
+
+    init(idleTimeout: TimeAmount) {
+        self.idleTimeout = idleTimeout
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -344,7 +354,7 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
         case .success(let received):
             if !received.keepAlive {
                 context?.close(promise: nil)
-            } else if let context, let idleTimeout = lastIdleTimeout {
+            } else if let context {
                 idle = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) {
                     context.close(promise: nil)
                 }
@@ -356,15 +366,12 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
         }
     }
 
-    private var lastIdleTimeout: TimeAmount?
-
     /// Clears the call in progress; its promise, if there was one.
     private func end() -> EventLoopPromise<Received>? {
         guard let promise else { return nil }
         self.promise = nil
         deadline?.cancel()
         deadline = nil
-        lastIdleTimeout = answer?.idleTimeout
         answer = nil
         head = nil
         body = nil
@@ -458,14 +465,5 @@ extension HTTPResponse {
             merged[key] = merged[key].map { "\($0), \(value)" } ?? value
         }
         self.init(status: status, headers: merged, body: body)
-    }
-}
-
-extension Duration {
-    /// Whole nanoseconds, at most about 30 years (a timeout of `.seconds(.max)` does not overflow).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        guard seconds < 1 << 30 else { return Int64(1 << 30) * 1_000_000_000 }
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
