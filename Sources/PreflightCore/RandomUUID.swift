@@ -16,14 +16,11 @@ public enum RandomUUID {
         return format(high: high, low: low)
     }
 
-    /// Appends a new one's 36 bytes to `bytes`, with no `String` made (a display notification's id, written
+    /// Writes a new one's 36 bytes at `out`, with no `String` made (a display notification's id, written
     /// into its encoded item on the I/O thread).
-    public static func append(to bytes: inout [UInt8]) {
+    public static func write(to out: UnsafeMutablePointer<UInt8>) {
         let (high, low) = generator.withLock { ($0.next(), $0.next()) }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
-            write(high: high, low: low, to: buffer.baseAddress!)
-            bytes.append(contentsOf: buffer)
-        }
+        write(high: high, low: low, to: out)
     }
 
     /// The UUID of 128 random bits, its version and variant set.

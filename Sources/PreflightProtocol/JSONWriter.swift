@@ -96,18 +96,35 @@ public struct JSONWriter: Sendable {
     /// Decimal digits straight into the buffer, without an intermediate String.
     @inlinable
     public mutating func writeInteger(_ number: Int64) {
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = number.magnitude
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes of scratch: 20 digits fit
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var end = scratch.count
-            repeat {
-                end -= 1
-                scratch[end] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[end...]))
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: a sign and 19 digits fit
+        withUnsafeMutableBytes(of: &scratch) { scratch in
+            let count = Self.writeDigits(number, to: scratch.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<count]))
         }
+    }
+
+    /// The most bytes `writeDigits` writes: a sign and 19 digits.
+    public static let maxIntegerLength = 20
+
+    /// Writes `number` in decimal at `out` (room for `maxIntegerLength` bytes) and returns how many bytes it
+    /// wrote: for a caller that writes a whole item in one buffer (a display notification's timestamp).
+    @inlinable
+    public static func writeDigits(_ number: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        var magnitude = number.magnitude
+        var length = number < 0 ? 1 : 0
+        var rest = magnitude
+        repeat {
+            length += 1
+            rest /= 10
+        } while rest > 0
+        if number < 0 { out[0] = UInt8(ascii: "-") }
+        var end = length
+        repeat {
+            end -= 1
+            out[end] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        return length
     }
 
     @usableFromInline

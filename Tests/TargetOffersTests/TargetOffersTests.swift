@@ -369,6 +369,44 @@ func onDeviceService(
         #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
     }
 
+    /// The encoded item is the Delivery API's notification, written in one pass: every member of a load's
+    /// targeting, the id where `idBytes` says, the timestamp where `restamp` rewrites it.
+    @Test func aDisplayItemCarriesTheLoadsTargetingAndItsStamp() throws {
+        let targeting = MboxTargeting(
+            mboxParameters: [Parameter("status", "platinum")],
+            product: ProductParameters(id: "24D3412", categoryId: "Books"),
+            order: OrderParameters(id: "ADCKKIM", total: 344.30, purchasedProductIds: ["34"])
+        )
+        var notification = DisplayNotification.display(
+            of: offer("logo", token: "tok-1"),
+            targeting: targeting,
+            profileParameters: [Parameter("age", "20-32")],
+            timestampMs: -1
+        )
+        var item = try JSONReader.read(notification.encoded)
+        #expect(item["id"]?.stringValue == notification.id && notification.id.utf8.count == 36)
+        #expect(item["type"] == "display" && item["timestamp"] == -1)
+        #expect(item["mbox"] == ["name": "logo", "state": "state-logo"] && item["tokens"] == ["tok-1"])
+        #expect(item["parameters"] == ["status": "platinum"] && item["profileParameters"] == ["age": "20-32"])
+        #expect(item["product"] == ["id": "24D3412", "categoryId": "Books"])
+        #expect(item["order"]?["total"] == .number(344.30) && item["order"]?["purchasedProductIds"] == ["34"])
+        #expect(item.objectValue?.count == 9)
+        notification.restamp(Int64.max)
+        item = try JSONReader.read(notification.encoded)
+        #expect(item["timestamp"] == .integer(.max) && item["id"]?.stringValue == notification.id)
+        let plain = DisplayNotification.display(
+            of: offer("logo"),
+            targeting: MboxTargeting(),
+            profileParameters: [],
+            timestampMs: 1_800_000_000_000
+        )
+        #expect(
+            try JSONReader.read(plain.encoded).objectValue?.keys.sorted() == [
+                "id", "mbox", "timestamp", "tokens", "type",
+            ]
+        )
+    }
+
     /// A display notification's id lives only in its encoded item; the whole batch confirmed in order (the
     /// sender's usual answer) is matched there and acknowledged in the journal by those bytes.
     @Test func aBatchConfirmedInOrderLeavesTheJournalByItsEncodedIds() throws {
