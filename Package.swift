@@ -6,9 +6,6 @@ import PackageDescription
 let strictSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .treatAllWarnings(as: .error),
-    // Each function in a section of its own in release, so that the agent's link can order them
-    // (`agentBinarySettings`); the standard library's are already so.
-    .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
 ]
 
 /// Test targets: Swift 6 mode, but warnings stay warnings, because Swift Testing's own macro
@@ -31,8 +28,11 @@ let boxBinarySettings: [LinkerSetting] = [
 ]
 
 /// The agent's release link also lays out first, together, the functions it runs (tools/linker/preflightd.order,
-/// written by `tools/bench --symbol-order`): the kernel maps 64 KiB around each page of code a process touches,
-/// and scattered through 18 MB of code they held 13 MiB of the idle agent's memory. A function missing from the
+/// written by `tools/bench --symbol-order`), and the compiler's private helpers, which have no symbol to order by
+/// (tools/linker/private-helpers.ld): the kernel maps 64 KiB around each page of code a process touches, and
+/// scattered through 18 MB of code they held 13 MiB of the idle agent's memory. Both need every module compiled
+/// with function sections, which only the command line can ask of dependencies: the box build passes
+/// `--toolset tools/linker/box.toolset.json` (tools/install, tools/bench). A function missing from the ordering
 /// file (new since it was written) only lands among the rest.
 let agentBinarySettings: [LinkerSetting] =
     boxBinarySettings + [
@@ -40,6 +40,7 @@ let agentBinarySettings: [LinkerSetting] =
             [
                 "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/tools/linker/preflightd.order",
                 "-Xlinker", "--no-warn-symbol-ordering",
+                "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/tools/linker/private-helpers.ld",
             ],
             .when(configuration: .release)
         )
