@@ -53,3 +53,24 @@ def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
     # The table went to stdout; the doc is written only by a full run (or --write).
     assert "| section | measurement | reference | agent | ratio | goal | result |" in completed.stdout
     assert (open(doc, "rb").read() if os.path.exists(doc) else None) == doc_before
+
+
+def test_bench_pages_reads_the_idle_agents_resident_pages_by_section():
+    """tools/bench --pages (docs/BENCHMARKS.md): /proc/PID/pagemap of an idle agent, by section of its binary."""
+    completed = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "bench"), "--pages", "--smoke"],
+        cwd=REPO,
+        env=dict(os.environ, PREFLIGHT_BIN_DIR=bin_dir()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,  # a guard against a hang only
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:] + completed.stdout[-2000:]
+    sections = dict(
+        (parts[1], int(parts[0].replace(",", "")))
+        for parts in (line.split() for line in completed.stdout.splitlines())
+        if len(parts) == 2 and parts[0].replace(",", "").isdigit()
+    )
+    assert sections.get(".text", 0) > 0 and sections.get(".rodata", 0) > 0, completed.stdout
+    assert "KiB" in completed.stdout.split(".text by 256 KiB stretch")[1], completed.stdout
