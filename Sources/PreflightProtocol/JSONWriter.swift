@@ -111,20 +111,26 @@ public struct JSONWriter: Sendable {
     @inlinable
     public static func writeDigits(_ number: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
         var magnitude = number.magnitude
-        var length = number < 0 ? 1 : 0
-        var rest = magnitude
-        repeat {
-            length += 1
-            rest /= 10
-        } while rest > 0
-        if number < 0 { out[0] = UInt8(ascii: "-") }
-        var end = length
-        repeat {
-            end -= 1
-            out[end] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
-        return length
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // the digits, written from the end
+        return withUnsafeMutableBytes(of: &scratch) { scratch in
+            var start = scratch.count
+            repeat {
+                start -= 1
+                scratch[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            var length = 0
+            if number < 0 {
+                out[0] = UInt8(ascii: "-")
+                length = 1
+            }
+            let digits = scratch.count - start
+            (out + length).update(
+                from: scratch.baseAddress!.advanced(by: start).assumingMemoryBound(to: UInt8.self),
+                count: digits
+            )
+            return length + digits
+        }
     }
 
     @usableFromInline
