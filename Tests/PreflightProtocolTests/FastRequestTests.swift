@@ -123,6 +123,37 @@ import Testing
         }
     }
 
+    /// Strings are scanned eight bytes at a time: a byte that ends plain text (a quote, a backslash, a control
+    /// character, a byte beyond ASCII) is found at every position of a word and of the tail after the words,
+    /// and every plain byte is let through (DEL and `~` included).
+    @Test func findsWhereAStringsPlainTextEndsAtEveryPosition() {
+        func ping(id: [UInt8]) -> [UInt8] {
+            Array(#"{"v":1,"id":""#.utf8) + id + Array(#"","cmd":"ping"}"#.utf8)
+        }
+        let plain: [UInt8] = Array(0x20...0x7F).filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        for length in 1...40 {
+            let id = (0..<length).map { plain[($0 * 7 + length) % plain.count] }
+            #expect(
+                FastRequest.read(ping(id: id), limits: limits, maxBodyBytes: 1 << 20)?.id
+                    == String(decoding: id, as: UTF8.self)
+            )
+            for position in 0..<length {
+                for refused: [UInt8] in [[0x00], [0x1F], [0x0A], [0x80], [0xC3, 0xA9], [0xFF]] {
+                    var changed = id
+                    changed.replaceSubrange(position...position, with: refused)
+                    #expect(FastRequest.read(ping(id: changed), limits: limits, maxBodyBytes: 1 << 20) == nil)
+                }
+                var escaped = id
+                escaped.replaceSubrange(position...position, with: Array(#"\n"#.utf8))
+                let read = FastRequest.read(ping(id: escaped), limits: limits, maxBodyBytes: 1 << 20)
+                #expect(read != nil && read == general(ping(id: escaped)))
+                var quoted = id
+                quoted[position] = UInt8(ascii: "\"")
+                expectAgreement(ping(id: quoted))
+            }
+        }
+    }
+
     /// A deterministic sweep in the spirit of the fuzzer: every prefix of each plain body, and each
     /// body with every byte replaced by characters that change JSON's meaning.
     @Test func agreesWithTheGeneralPathOnEveryPrefixAndOneByteMutation() {
