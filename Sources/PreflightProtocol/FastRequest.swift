@@ -301,40 +301,16 @@ struct FastScanner {
     mutating func rawString() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
-        index = endOfPlainText(from: start)
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        index += 1
-        return start..<(index - 1)
-    }
-
-    /// The first index at or after `start` whose byte is not plain string text (printable ASCII other than
-    /// `"` and `\`), or `bytes.count`. Eight bytes at a time: a byte-at-a-time loop cost about 7
-    /// instructions per byte, and every id, name and key of a request or of Target's answer goes through
-    /// here (tools/bench --profile).
-    func endOfPlainText(from start: Int) -> Int {
-        guard let base = bytes.baseAddress else { return start }
-        let raw = UnsafeRawPointer(base)
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        var index = start
-        while index + 8 <= bytes.count {
-            let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            // The high bit of a byte is left set where it is 0x80 or more, below 0x20, or a zero after
-            // the xor with `"` or `\` (the classic "has a byte less than n" test; exact for the word as a whole).
-            let quote = word ^ (ones &* 0x22)
-            let backslash = word ^ (ones &* 0x5C)
-            let special =
-                (word | ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
-                    | ((backslash &- ones) & ~backslash)) & highBits
-            if special != 0 { break }
-            index += 8
-        }
         while index < bytes.count {
             let byte = bytes[index]
-            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return start..<(index - 1)
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
             index += 1
         }
-        return index
+        return nil
     }
 
     /// A string of ASCII text, with the two-character escapes decoded (`\"`, `\\`, `\/`, `\b`, `\f`,
@@ -343,17 +319,17 @@ struct FastScanner {
     private mutating func string() -> String? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
-        index = endOfPlainText(from: start)
-        guard index < bytes.count else { return nil }
-        switch bytes[index] {
-        case UInt8(ascii: "\""):
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)]), as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { return escapedString(from: start) }
+            guard byte >= 0x20, byte < 0x80 else { return nil }
             index += 1
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)]), as: UTF8.self)
-        case UInt8(ascii: "\\"):
-            return escapedString(from: start)
-        default:
-            return nil
         }
+        return nil
     }
 
     private mutating func escapedString(from start: Int) -> String? {

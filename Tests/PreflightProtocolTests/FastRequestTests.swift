@@ -123,9 +123,9 @@ import Testing
         }
     }
 
-    /// Strings are scanned eight bytes at a time: a byte that ends plain text (a quote, a backslash, a control
-    /// character, a byte beyond ASCII) is found at every position of a word and of the tail after the words,
-    /// and every plain byte is let through (DEL and `~` included).
+    /// A byte that ends a string's plain text (a quote, a backslash, a control character, a byte beyond ASCII) is
+    /// found at every position of ids of every length up to 40, and every plain byte is let through (DEL and `~`
+    /// included). Kept from a word-at-a-time scanner that was measured and taken back out (docs/BENCHMARKS.md).
     @Test func findsWhereAStringsPlainTextEndsAtEveryPosition() {
         func ping(id: [UInt8]) -> [UInt8] {
             Array(#"{"v":1,"id":""#.utf8) + id + Array(#"","cmd":"ping"}"#.utf8)
