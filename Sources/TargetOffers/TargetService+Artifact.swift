@@ -212,9 +212,16 @@ extension TargetService {
             let etag = meta["etag"]?.stringValue
             let url = meta["url"]?.stringValue
             let downloadedAtMs = meta["downloadedAtMs"]?.doubleValue.map { Int64($0) }
-            artifactBox.withLock { box in
-                guard box.artifact == nil else { return }
+            // An artifact already held (one loaded by hand before the poller's first turn) is newer than the
+            // kept copy: it stays, and the decisions made with it stay valid.
+            let held = artifactBox.withLock { box -> Bool in
+                guard box.artifact == nil else { return false }
                 box.hold(artifact, etag: etag, source: .disk, downloadedAtMs: downloadedAtMs, url: url)
+                return true
+            }
+            guard held else {
+                logger.debug("the kept rules artifact is not used: one is already held", metadata: ["file": "\(path)"])
+                return
             }
             decisionInputsChanged()
             logger.notice(

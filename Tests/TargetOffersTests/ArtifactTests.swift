@@ -163,5 +163,17 @@ private struct FixedGenerator: RandomNumberGenerator {
         #expect(restarted.artifact?.version == "1.0.0")
         #expect(restarted.artifactStatus.source == .disk && restarted.artifactStatus.etag == "\"v1\"")
         #expect(restarted.artifactStatus.downloadedAtMs == 1_800_000_000_000)
+
+        // Read again while one is held: the held one stays, and so do the decisions made with it.
+        let inputs = restarted.decisionInputs.load(ordering: .acquiring)
+        transport.answer(HTTPResponse(status: 200, headers: ["etag": "\"v3\""], body: artifactJSON(version: "1.0.1")))
+        let online = service(transport, folder: folder)
+        #expect(await online.fetchArtifact() == .updated)
+        let onlineInputs = online.decisionInputs.load(ordering: .acquiring)
+        online.loadKeptArtifact(online.configuration)
+        #expect(online.artifact?.version == "1.0.1" && online.artifactStatus.source == .network)
+        #expect(online.decisionInputs.load(ordering: .acquiring) == onlineInputs)
+        restarted.loadKeptArtifact(restarted.configuration)
+        #expect(restarted.decisionInputs.load(ordering: .acquiring) == inputs)
     }
 }
