@@ -107,55 +107,59 @@ public struct CommandDispatcher: RequestHandler {
         self.logger = logger
     }
 
-    public func handle(_ body: [UInt8], role: EndpointRole, responder: Responder) -> [UInt8]? {
+    public func handle(
+        _ body: UnsafeBufferPointer<UInt8>,
+        role: EndpointRole,
+        request incoming: IncomingRequest,
+        reply: inout JSONWriter
+    ) -> Bool {
         let started = SystemClock.monotonicNanoseconds()
         let limits = runtime.requestLimits
         // The cached path's plain requests skip the JSON tree; anything else (errors included) goes the
         // general way below, which decides exactly as it would have (FastRequest's contract).
         if let fast = FastRequest.read(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {
-            return finish(
-                perform(fast.command, id: fast.id),
-                id: fast.id,
-                key: .command(fast.name),
-                started: started,
-                responder
-            )
+            let outcome = perform(fast.command, id: fast.id, reply: &reply)
+            return finish(outcome, id: fast.id, key: .command(fast.name), started: started, incoming, &reply)
         }
         let request: Request
-        switch Request.decode(body, maxBodyBytes: limits.maxBodyBytes) {
+        switch Request.decode([UInt8](body), maxBodyBytes: limits.maxBodyBytes) {
         case .success(let decoded):
             request = decoded
         case .failure(let failure):
             statistics.record(.unreadable, since: started, errorCode: failure.error.code.rawValue)
-            return Reply.failure(id: failure.id, error: failure.error)
+            Reply.writeFailure(id: failure.id, error: failure.error, to: &reply)
+            return true
         }
         let command = Command(wireName: request.command)
         let outcome: Outcome
         do {
-            outcome = try route(request, command, role: role, limits: limits.commands)
+            outcome = try route(request, command, role: role, limits: limits.commands, reply: &reply)
         } catch {
             outcome = .now(.failure(error))
         }
         // Unknown command names are counted together: an app must not grow this table without bound.
         let key: CommandStatistics.Key = command.map { .command($0) } ?? .unknown
-        return finish(outcome, id: request.id, key: key, started: started, responder)
+        return finish(outcome, id: request.id, key: key, started: started, incoming, &reply)
     }
 
-    /// The reply to send now, or nil after handing admitted work to the request-work group, which replies
-    /// later.
+    /// Appends the reply to send now and returns true, or returns false after handing admitted work to the
+    /// request-work group, which replies later.
     private func finish(
         _ outcome: Outcome,
         id: String,
         key: CommandStatistics.Key,
         started: UInt64,
-        _ responder: Responder
-    ) -> [UInt8]? {
+        _ incoming: IncomingRequest,
+        _ out: inout JSONWriter
+    ) -> Bool {
         switch outcome {
         case .now(let result):
-            return reply(id: id, key: key, started: started, result)
+            write(id: id, key: key, started: started, result, to: &out)
+            return true
         case .later(let work):
-            guard responder.admit() else {
-                return reply(id: id, key: key, started: started, .failure(.overloaded(retryAfterMs: 250)))
+            guard let responder = incoming.admit() else {
+                write(id: id, key: key, started: started, .failure(.overloaded(retryAfterMs: 250)), to: &out)
+                return true
             }
             let submitted = self.work.submit {
                 responder.respond(reply(id: id, key: key, started: started, await work()))
@@ -163,9 +167,9 @@ public struct CommandDispatcher: RequestHandler {
             guard submitted else {
                 // The agent is stopping: the admitted request still gets its reply.
                 responder.respond(reply(id: id, key: key, started: started, .failure(.shuttingDown())))
-                return nil
+                return false
             }
-            return nil
+            return false
         }
     }
 
@@ -174,21 +178,33 @@ public struct CommandDispatcher: RequestHandler {
         target.notifications.commitJournal()
     }
 
-    /// The reply bytes for a result, timed into `statistics`.
+    /// The reply bytes for a result of deferred work, timed into `statistics`.
     private func reply(id: String, key: CommandStatistics.Key, started: UInt64, _ result: CommandResult) -> [UInt8] {
+        var writer = JSONWriter()
+        write(id: id, key: key, started: started, result, to: &writer)
+        return writer.bytes
+    }
+
+    /// Appends the reply for a result to `out`, timed into `statistics`.
+    private func write(
+        id: String,
+        key: CommandStatistics.Key,
+        started: UInt64,
+        _ result: CommandResult,
+        to out: inout JSONWriter
+    ) {
         switch result {
         case .success(let value):
             statistics.record(key, since: started, errorCode: nil)
-            return Reply.success(id: id, result: value)
+            Reply.writeSuccess(id: id, result: value, to: &out)
         case .encoded(let value):
             statistics.record(key, since: started, errorCode: nil)
-            return Reply.success(id: id, encodedResult: value)
-        case .reply(let bytes):
+            Reply.writeSuccess(id: id, encodedResult: value, to: &out)
+        case .written:
             statistics.record(key, since: started, errorCode: nil)
-            return bytes
         case .failure(let error):
             statistics.record(key, since: started, errorCode: error.code.rawValue)
-            return Reply.failure(id: id, error: error)
+            Reply.writeFailure(id: id, error: error, to: &out)
         }
     }
 
@@ -197,8 +213,9 @@ public struct CommandDispatcher: RequestHandler {
         case success(JSONValue)
         /// A result already encoded as JSON.
         case encoded([UInt8])
-        /// The whole success reply, written in place (the cached-load path).
-        case reply([UInt8])
+        /// The whole success reply, already appended to the reply being written (the cached-load path; a
+        /// result of `.now` only).
+        case written
         case failure(ProtocolError)
     }
 
@@ -215,7 +232,8 @@ public struct CommandDispatcher: RequestHandler {
         _ request: Request,
         _ command: Command?,
         role: EndpointRole,
-        limits: CommandLimits
+        limits: CommandLimits,
+        reply: inout JSONWriter
     ) throws(ProtocolError) -> Outcome {
         guard let command else { throw .unknownCommand(request.command) }
         if command.declaration.access == .adminOnly, role != .admin {
@@ -223,13 +241,14 @@ public struct CommandDispatcher: RequestHandler {
         }
         let arguments = ArgumentReader(request.args ?? JSONObject())
         if let app = try AppCommand.decode(command, arguments, limits: limits) {
-            return perform(app, id: request.id)
+            return perform(app, id: request.id, reply: &reply)
         }
         return try handleAdmin(command, arguments: arguments)
     }
 
-    /// Runs an app command: at once when it can be answered here, else as work for a task.
-    private func perform(_ command: AppCommand, id: String) -> Outcome {
+    /// Runs an app command: at once when it can be answered here, else as work for a task. A cached load
+    /// writes its whole reply to `reply` (`.written`).
+    private func perform(_ command: AppCommand, id: String, reply: inout JSONWriter) -> Outcome {
         switch command {
         case .ping:
             return .success(["version": .string(preflightVersion), "uptimeMs": .integer(runtime.uptimeMs)])
@@ -237,13 +256,16 @@ public struct CommandDispatcher: RequestHandler {
             let target = self.target
             return .later { .success(await target.prefetch(command).json) }
         case .loadRequests(let command):
-            var reply = Reply.beginSuccess(id: id, reservingCapacity: 512)
+            let start = reply.bytes.count
+            Reply.beginSuccess(id: id, in: &reply)
             if let pending = target.loadFromCache(command, appendingResultTo: &reply) {
+                // A miss: the reply comes from the task, and what was written of this one goes.
+                reply.bytes.removeLast(reply.bytes.count - start)
                 let target = self.target
                 return .later { .encoded(await target.completeLoad(pending)) }
             }
             Reply.endSuccess(&reply)
-            return .now(.reply(reply.bytes))
+            return .now(.written)
         case .tracedLoad(let command):
             let target = self.target
             return .later { .encoded(await target.tracedLoad(command)) }

@@ -67,6 +67,7 @@ extension IPCServer {
             return
         }
         let peerCheck = sockets.zap.map { _ in AdminPeerCheck(allowedGroups: endpoints.allowedAdminGroups) }
+        var replies = ReplyBatch()
         while true {
             let ready: MessageWaiter.Ready
             do {
@@ -101,7 +102,8 @@ extension IPCServer {
                     from: sockets.socket(for: role),
                     role: role,
                     checkPeers: role == .admin && sockets.zap != nil,
-                    draining: draining
+                    draining: draining,
+                    replies: &replies
                 )
                 if batch.sent {
                     waiter.used(index)
@@ -114,30 +116,36 @@ extension IPCServer {
 
     /// Handles up to 256 waiting requests, then lets the handler commit what they queued, then sends
     /// their replies: a reply never leaves before the work it reports is durable. `drained`: the batch ended
-    /// because the socket had no more (or failed); `sent`: it sent on the socket after that.
+    /// because the socket had no more (or failed); `sent`: it sent on the socket after that. `replies` is the
+    /// loop's, empty on entry and on return, kept for its buffers.
     func receiveBatch(
         from socket: ZeroMQSocket,
         role: EndpointRole,
         checkPeers: Bool,
-        draining: Bool
+        draining: Bool,
+        replies: inout ReplyBatch
     ) -> (drained: Bool, sent: Bool) {
-        // Reserved once the first message is here (most turns of a busy loop end in .wouldBlock at once).
-        var replies: [RouterMessage] = []
         var drained = false
         var sent = false
         for _ in 0..<256 {
-            let message: RouterMessage
             do {
                 if checkPeers {
                     let received = try socket.receiveRouted(dontWait: true, property: "User-Id")
-                    message = received.message
                     if received.property != AdminPeerCheck.allowedUserId {
-                        refuseAdminPeer(message, on: socket)
+                        refuseAdminPeer(received.message, on: socket)
                         sent = true
-                        continue
+                    } else {
+                        handle(received.message, role: role, draining: draining, into: &replies)
                     }
                 } else {
-                    message = try socket.receiveRouted(dontWait: true).message
+                    // A plain request is read where libzmq received it, and its reply written into the batch's
+                    // buffer: no array of its own for the routing id, the body or the reply.
+                    let received = try socket.receiveRouted(dontWait: true) { routingID, body in
+                        handlePlain(routingID: routingID, body: body, role: role, draining: draining, into: &replies)
+                    }
+                    if case .other(let message) = received.message {
+                        handle(message, role: role, draining: draining, into: &replies)
+                    }
                 }
             } catch {
                 if error != .wouldBlock {
@@ -146,16 +154,18 @@ extension IPCServer {
                 drained = true
                 break
             }
-            if replies.isEmpty { replies.reserveCapacity(8) }
-            // Handed over, not shared: the reply reuses the request's buffers for its envelope.
-            if let reply = handleMessage(consume message, role: role, draining: draining) {
-                replies.append(reply)
-            }
         }
         guard !replies.isEmpty else { return (drained, sent) }
         handler.endOfBatch()
-        for reply in replies {
-            send(reply, on: socket, role: role)
+        replies.send { reply in
+            switch reply {
+            case .plain(let routingID, let body):
+                send(on: socket, role: role) { () throws(ZeroMQError) in
+                    try socket.sendPlain(routingID: routingID, body: body, dontWait: true)
+                }
+            case .message(let message):
+                send(message, on: socket, role: role)
+            }
         }
         return (drained, true)
     }
@@ -211,20 +221,42 @@ extension IPCServer {
         send(reply, on: socket, role: .admin)
     }
 
-    /// The reply to send for one message, or nil when there is none (yet: deferred work replies later).
-    func handleMessage(_ message: consuming RouterMessage, role: EndpointRole, draining: Bool) -> RouterMessage? {
-        switch consume message {
-        case .plain(let routingID, let body):
-            requestCount.add(1, ordering: .relaxed)
-            if draining {
-                return .plain(routingID: routingID, body: ProtocolErrorReply.shuttingDown(body))
+    /// Handles a plain request lent in place (`[routing id][empty][body]`); its reply, when there is one now,
+    /// joins `replies`.
+    func handlePlain(
+        routingID: UnsafeRawBufferPointer,
+        body: UnsafeBufferPointer<UInt8>,
+        role: EndpointRole,
+        draining: Bool,
+        into replies: inout ReplyBatch
+    ) {
+        requestCount.add(1, ordering: .relaxed)
+        replies.beginPlain(routingID: routingID)
+        if draining {
+            replies.writer.writeRaw(ProtocolErrorReply.shuttingDown([UInt8](body)))
+        } else {
+            let request = IncomingRequest(sink: self, role: role, routingID: routingID)
+            guard handler.handle(body, role: role, request: request, reply: &replies.writer) else {
+                replies.abandon()
+                return
             }
-            // The responder keeps the envelope only: the reply replaces the body.
-            let responder = Responder(sink: self, role: role, request: .plain(routingID: routingID, body: []))
-            guard let reply = handler.handle(body, role: role, responder: responder) else { return nil }
-            return .plain(routingID: routingID, body: reply)
+        }
+        replies.endPlain()
+    }
+
+    /// Handles a message received whole: a plain one as `handlePlain` does, any other shape by `handleFrames`.
+    func handle(_ message: RouterMessage, role: EndpointRole, draining: Bool, into replies: inout ReplyBatch) {
+        switch message {
+        case .plain(let routingID, let body):
+            routingID.withUnsafeBytes { routingID in
+                body.withUnsafeBufferPointer { body in
+                    handlePlain(routingID: routingID, body: body, role: role, draining: draining, into: &replies)
+                }
+            }
         case .frames(let frames):
-            return handleFrames(frames, role: role, draining: draining).map { .frames($0) }
+            if let reply = handleFrames(frames, role: role, draining: draining) {
+                replies.append(.frames(reply))
+            }
         }
     }
 
@@ -247,21 +279,20 @@ extension IPCServer {
             return Array(frames[...delimiter]) + [error]
         }
         // From here the message is envelope + one body; a reply is the same frames with the body replaced, in
-        // place: the frames are this function's own, and the responder (a temporary) is gone by then, unless
-        // the work was deferred and it keeps them for its reply.
+        // place: the frames are this function's own, and the request is gone by then, unless the work was
+        // deferred and its responder keeps them for its reply.
         let body = frames[delimiter + 1]
         if draining {
             frames[delimiter + 1] = ProtocolErrorReply.shuttingDown(body)
             return frames
         }
-        guard
-            let reply = handler.handle(
-                body,
-                role: role,
-                responder: Responder(sink: self, role: role, request: .frames(copy frames))
-            )
-        else { return nil }
-        frames[delimiter + 1] = reply
+        let request = IncomingRequest(sink: self, role: role, message: .frames(copy frames))
+        var reply = JSONWriter()
+        let answered = body.withUnsafeBufferPointer { body in
+            handler.handle(body, role: role, request: request, reply: &reply)
+        }
+        guard answered else { return nil }
+        frames[delimiter + 1] = reply.bytes
         return frames
     }
 
@@ -292,8 +323,13 @@ extension IPCServer {
     }
 
     func send(_ message: RouterMessage, on socket: ZeroMQSocket, role: EndpointRole) {
+        send(on: socket, role: role) { () throws(ZeroMQError) in try socket.send(message, dontWait: true) }
+    }
+
+    /// Sends one reply by `sending`, and counts it: sent, or dropped and why.
+    func send(on socket: ZeroMQSocket, role: EndpointRole, _ sending: () throws(ZeroMQError) -> Void) {
         do {
-            try socket.send(message, dontWait: true)
+            try sending()
             replyCount.add(1, ordering: .relaxed)
         } catch {
             shared.withLock { state in

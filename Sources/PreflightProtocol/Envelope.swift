@@ -127,30 +127,37 @@ public enum Reply {
     /// `{"v":1,"id":…,"ok":true,"result":…}`
     public static func success(id: String, result: JSONValue) -> [UInt8] {
         var writer = JSONWriter()
-        writeHead(&writer, id: id, ok: true)
-        writer.appendASCII(",\"result\":")
-        writer.write(result)
-        writer.appendASCII("}")
+        writeSuccess(id: id, result: result, to: &writer)
         return writer.bytes
+    }
+
+    /// `success(id:result:)`, appended to `writer`.
+    public static func writeSuccess(id: String, result: JSONValue, to writer: inout JSONWriter) {
+        beginSuccess(id: id, in: &writer)
+        writer.write(result)
+        endSuccess(&writer)
     }
 
     /// A success reply whose result is already-encoded JSON (a prepared fragment).
     public static func success(id: String, encodedResult: [UInt8]) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: encodedResult.count + 48 + id.utf8.count)
-        writeHead(&writer, id: id, ok: true)
-        writer.appendASCII(",\"result\":")
-        writer.writeRaw(encodedResult)
-        writer.appendASCII("}")
+        writeSuccess(id: id, encodedResult: encodedResult, to: &writer)
         return writer.bytes
     }
 
-    /// A success reply written in place: the head up to `"result":`, for the caller to append the result
-    /// to and close with `endSuccess`. The cached path writes its reply this way, in one buffer.
-    public static func beginSuccess(id: String, reservingCapacity capacity: Int) -> JSONWriter {
-        var writer = JSONWriter(reservingCapacity: capacity + 40 + id.utf8.count)
+    /// `success(id:encodedResult:)`, appended to `writer`.
+    public static func writeSuccess(id: String, encodedResult: [UInt8], to writer: inout JSONWriter) {
+        beginSuccess(id: id, in: &writer)
+        writer.writeRaw(encodedResult)
+        endSuccess(&writer)
+    }
+
+    /// A success reply written in place: the head up to `"result":`, appended to `writer`, for the caller to
+    /// append the result to and close with `endSuccess`. The cached path writes its reply this way, straight
+    /// into the I/O thread's batch of replies.
+    public static func beginSuccess(id: String, in writer: inout JSONWriter) {
         writeHead(&writer, id: id, ok: true)
         writer.appendASCII(",\"result\":")
-        return writer
     }
 
     /// Closes a reply begun with `beginSuccess` after its result was appended.
@@ -161,11 +168,16 @@ public enum Reply {
     /// `{"v":1,"id":…,"ok":false,"error":{…}}`; `id` is `null` when the request had none readable.
     public static func failure(id: String?, error: ProtocolError) -> [UInt8] {
         var writer = JSONWriter()
+        writeFailure(id: id, error: error, to: &writer)
+        return writer.bytes
+    }
+
+    /// `failure(id:error:)`, appended to `writer`.
+    public static func writeFailure(id: String?, error: ProtocolError, to writer: inout JSONWriter) {
         writeHead(&writer, id: id, ok: false)
         writer.appendASCII(",\"error\":")
         writer.write(error.json)
         writer.appendASCII("}")
-        return writer.bytes
     }
 
     private static func writeHead(_ writer: inout JSONWriter, id: String?, ok: Bool) {

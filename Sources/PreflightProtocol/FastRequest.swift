@@ -26,11 +26,18 @@ public struct FastRequest: Sendable, Hashable {
 
     /// Reads a plain, valid `ping`, `loadRequests` or `preauthorize`; nil means "use the general path".
     public static func read(_ body: [UInt8], limits: CommandLimits, maxBodyBytes: Int) -> FastRequest? {
+        body.withUnsafeBufferPointer { read($0, limits: limits, maxBodyBytes: maxBodyBytes) }
+    }
+
+    /// `read(_:limits:maxBodyBytes:)` over bytes in place (the agent reads a request where libzmq received it).
+    public static func read(
+        _ body: UnsafeBufferPointer<UInt8>,
+        limits: CommandLimits,
+        maxBodyBytes: Int
+    ) -> FastRequest? {
         guard body.count <= maxBodyBytes else { return nil }
-        return body.withUnsafeBufferPointer { buffer in
-            var scanner = FastScanner(bytes: buffer, limits: limits)
-            return scanner.request()
-        }
+        var scanner = FastScanner(bytes: body, limits: limits)
+        return scanner.request()
     }
 }
 

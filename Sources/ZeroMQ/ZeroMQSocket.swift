@@ -19,20 +19,21 @@ public final class ZeroMQSocket {
     private let context: ZeroMQContext
     // nil once closed; every operation checks it, so use after close throws ENOTSOCK instead of crashing.
     private var handle: UnsafeMutableRawPointer?
-    // One zmq_msg_t reused by every send and receive, at a stable address, so a message costs no allocation
-    // beyond its payload. Safe because the socket is used by one thread at a time and never re-entered.
-    private let message: UnsafeMutablePointer<zmq_msg_t>
+    // Three zmq_msg_t reused by every receive, at stable addresses, so a message costs no allocation beyond its
+    // payload: a routed message's routing id, delimiter and body are held in them while they are lent out.
+    // Safe because the socket is used by one thread at a time and never re-entered.
+    private let messages: UnsafeMutablePointer<zmq_msg_t>
 
     init(context: ZeroMQContext, type: SocketType) throws(ZeroMQError) {
         self.handle = try pointerOrError { zmq_socket(context.handle, type.cValue) }
         self.context = context
         self.type = type
-        self.message = .allocate(capacity: 1)
+        self.messages = .allocate(capacity: 3)
     }
 
     deinit {
         close()
-        message.deallocate()
+        messages.deallocate()
     }
 
     /// Closes the socket now (`zmq_close`). Idempotent; `deinit` closes too.
@@ -171,6 +172,20 @@ public final class ZeroMQSocket {
         }
     }
 
+    /// Sends `[routing id][empty][body]` (the reply to a plain `RouterMessage`) from bytes in place: each frame is
+    /// copied into libzmq's message, with no array of its own. Otherwise as `send(_:dontWait:)`.
+    public func sendPlain(
+        routingID: UnsafeRawBufferPointer,
+        body: UnsafeRawBufferPointer,
+        dontWait: Bool = false
+    ) throws(ZeroMQError) {
+        let handle = try liveHandle()
+        let flags = dontWait ? ZMQ_DONTWAIT : 0
+        try sendFrame(routingID, flags: flags | ZMQ_SNDMORE, on: handle)
+        try sendFrame(UnsafeRawBufferPointer(start: nil, count: 0), flags: flags | ZMQ_SNDMORE, on: handle)
+        try sendFrame(body, flags: flags, on: handle)
+    }
+
     /// Receives one whole multipart message: every frame, each at its full size, never truncated.
     ///
     /// Blocks until a message arrives, up to `receiveTimeout`. With `dontWait` it throws `.wouldBlock` when no
@@ -202,38 +217,95 @@ public final class ZeroMQSocket {
         dontWait: Bool = false,
         property: String? = nil
     ) throws(ZeroMQError) -> (message: RouterMessage, property: String?) {
+        var plain: RouterMessage?
+        let received = try receiveRouted(dontWait: dontWait, property: property) { routingID, body in
+            plain = .plain(routingID: [UInt8](routingID), body: [UInt8](body))
+        }
+        switch received.message {
+        case .lent: return (plain ?? .frames([]), received.property)
+        case .other(let message): return (message, received.property)
+        }
+    }
+
+    /// What `receiveRouted(dontWait:property:lending:)` received.
+    ///
+    /// Not generic over what the closure makes of a message: a generic result's metadata was looked up at run
+    /// time on every message (about 320 instructions).
+    public enum Routed {
+        /// A `[routing id][empty][body]` message, lent in place to the closure.
+        case lent
+        /// Any other shape, frame by frame, the routing id first.
+        case other(RouterMessage)
+    }
+
+    /// Receives one whole message as a ROUTER socket gets it, lending the common `[routing id][empty][body]`
+    /// in place to `plain`: its buffers are libzmq's own and valid only during the call, so the message costs
+    /// no copy and no allocation here (the agent's I/O thread reads each request this way). Any other shape
+    /// comes back frame by frame. `property` as in `receive(dontWait:property:)`.
+    public func receiveRouted(
+        dontWait: Bool = false,
+        property: String? = nil,
+        lending plain: (_ routingID: UnsafeRawBufferPointer, _ body: UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(ZeroMQError) -> (message: Routed, property: String?) {
         let handle = try liveHandle()
         let flags = dontWait ? ZMQ_DONTWAIT : 0
+        let routing = messages
+        let delimiter = messages + 1
+        let body = messages + 2
+        // zmq_msg_init cannot fail; closing a message that received nothing is free.
+        _ = zmq_msg_init(routing)
+        _ = zmq_msg_init(delimiter)
+        _ = zmq_msg_init(body)
+        defer {
+            _ = zmq_msg_close(routing)
+            _ = zmq_msg_close(delimiter)
+            _ = zmq_msg_close(body)
+        }
         var value: String?
-        var more = false
         // Every frame is asked for the property: a ROUTER makes the routing-id frame itself, without the
         // connection's metadata, and the last frame that has it wins.
-        let first = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
-        guard more else { return (.frames([first]), value) }
+        var more = try receiveFrame(into: routing, flags: flags, on: handle, property: property, value: &value)
+        guard more else { return (.other(.frames([Self.bytes(of: routing)])), value) }
+        more = try receiveFrame(into: delimiter, flags: flags, on: handle, property: property, value: &value)
         var frames: [[UInt8]]
-        let second = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
-        if second.isEmpty && more {
-            let body = try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value)
-            guard more else { return (.plain(routingID: first, body: body), value) }
-            frames = [first, second, body]
+        if zmq_msg_size(delimiter) == 0 && more {
+            more = try receiveFrame(into: body, flags: flags, on: handle, property: property, value: &value)
+            if !more {
+                let routingID = UnsafeRawBufferPointer(start: zmq_msg_data(routing), count: zmq_msg_size(routing))
+                let bytes = UnsafeBufferPointer(
+                    start: zmq_msg_data(body)?.assumingMemoryBound(to: UInt8.self),
+                    count: zmq_msg_size(body)
+                )
+                plain(routingID, bytes)
+                return (.lent, value)
+            }
+            frames = [Self.bytes(of: routing), [], Self.bytes(of: body)]
         } else {
-            frames = [first, second]
+            frames = [Self.bytes(of: routing), Self.bytes(of: delimiter)]
         }
+        // The rest of a message of another shape, each frame received into `body` and copied out.
         while more {
-            frames.append(try receiveFrame(flags: flags, on: handle, more: &more, property: property, value: &value))
+            _ = zmq_msg_close(body)
+            _ = zmq_msg_init(body)
+            more = try receiveFrame(into: body, flags: flags, on: handle, property: property, value: &value)
+            frames.append(Self.bytes(of: body))
         }
-        return (.frames(frames), value)
+        return (.other(.frames(frames)), value)
     }
 
     /// Sends a message a ROUTER socket received, or a reply in its shape. Otherwise as `send(_:dontWait:)`.
     public func send(_ message: RouterMessage, dontWait: Bool = false) throws(ZeroMQError) {
         switch message {
         case .plain(let routingID, let body):
-            let handle = try liveHandle()
-            let flags = dontWait ? ZMQ_DONTWAIT : 0
-            try sendFrame(routingID, flags: flags | ZMQ_SNDMORE, on: handle)
-            try sendFrame([], flags: flags | ZMQ_SNDMORE, on: handle)
-            try sendFrame(body, flags: flags, on: handle)
+            try routingID.withUnsafeBufferPointer { (routingID) throws(ZeroMQError) in
+                try body.withUnsafeBufferPointer { (body) throws(ZeroMQError) in
+                    try sendPlain(
+                        routingID: UnsafeRawBufferPointer(routingID),
+                        body: UnsafeRawBufferPointer(body),
+                        dontWait: dontWait
+                    )
+                }
+            }
         case .frames(let frames):
             try send(frames, dontWait: dontWait)
         }
@@ -263,42 +335,43 @@ public final class ZeroMQSocket {
     }
 
     private func sendFrame(_ frame: [UInt8], flags: CInt, on handle: UnsafeMutableRawPointer) throws(ZeroMQError) {
-        _ = try valueOrError(retryOnInterrupt: false) { zmq_msg_init_size(message, frame.count) }
-        frame.withUnsafeBytes { bytes in
-            if let source = bytes.baseAddress, let destination = zmq_msg_data(message) {
-                destination.copyMemory(from: source, byteCount: bytes.count)
-            }
-        }
-        do throws(ZeroMQError) {
-            // On success libzmq takes the message over and leaves `message` empty; on failure it is still ours.
-            _ = try valueOrError(retryOnInterrupt: true) { zmq_msg_send(message, handle, flags) }
-        } catch {
-            _ = zmq_msg_close(message)
-            throw error
+        try frame.withUnsafeBufferPointer { (bytes) throws(ZeroMQError) in
+            try sendFrame(UnsafeRawBufferPointer(bytes), flags: flags, on: handle)
         }
     }
 
+    /// One frame, copied into a message of libzmq's (`zmq_send`: on failure nothing of it was queued).
+    private func sendFrame(
+        _ frame: UnsafeRawBufferPointer,
+        flags: CInt,
+        on handle: UnsafeMutableRawPointer
+    ) throws(ZeroMQError) {
+        _ = try valueOrError(retryOnInterrupt: true) { zmq_send(handle, frame.baseAddress, frame.count, flags) }
+    }
+
+    /// Receives one frame into `message` (initialised, empty); returns whether more frames follow, and sets
+    /// `value` when the frame carries `property`.
     private func receiveFrame(
+        into message: UnsafeMutablePointer<zmq_msg_t>,
         flags: CInt,
         on handle: UnsafeMutableRawPointer,
-        more: inout Bool,
-        property: String? = nil,
+        property: String?,
         value: inout String?
-    ) throws(ZeroMQError) -> [UInt8] {
-        // zmq_msg_init cannot fail.
-        _ = zmq_msg_init(message)
-        defer { _ = zmq_msg_close(message) }
+    ) throws(ZeroMQError) -> Bool {
         _ = try valueOrError(retryOnInterrupt: true) { zmq_msg_recv(message, handle, flags) }
+        if let property, let text = zmq_msg_gets(message, property) {
+            value = String(cString: text)
+        }
+        return zmq_msg_more(message) != 0
+    }
+
+    /// A received frame's bytes, copied out.
+    private static func bytes(of message: UnsafeMutablePointer<zmq_msg_t>) -> [UInt8] {
         let size = zmq_msg_size(message)
         // Copied through a buffer pointer: `[UInt8](unsafeUninitializedCapacity:)` looks the array storage's
         // generic metadata up in the runtime's table on every call (about 390 of its 530 instructions with
         // the static standard library on Linux), this initializer does not (about 150 in all).
-        let frame = size > 0 ? [UInt8](UnsafeRawBufferPointer(start: zmq_msg_data(message), count: size)) : []
-        more = zmq_msg_more(message) != 0
-        if let property, let text = zmq_msg_gets(message, property) {
-            value = String(cString: text)
-        }
-        return frame
+        return size > 0 ? [UInt8](UnsafeRawBufferPointer(start: zmq_msg_data(message), count: size)) : []
     }
 
     private func setValue<Value: FixedWidthInteger>(

@@ -62,4 +62,86 @@ import ZeroMQ
         _ = context
         #expect(throws: ZeroMQError.wouldBlock) { try router.receiveRouted(dontWait: true) }
     }
+
+    @Test func aPlainMessageIsLentInPlaceAndRepliedToFromBytes() throws {
+        let (context, router, req) = try connected(.req)
+        _ = context
+        try req.send([bytes("hello")])
+        var lent: ([UInt8], [UInt8]) = ([], [])
+        let received = try router.receiveRouted { routingID, body in lent = ([UInt8](routingID), [UInt8](body)) }
+        guard case .lent = received.message else {
+            Issue.record("a REQ's request was not lent as plain: \(received.message)")
+            return
+        }
+        #expect(lent.0 == bytes("peer"))
+        #expect(lent.1 == bytes("hello"))
+        #expect(received.property == nil)
+
+        try lent.0.withUnsafeBytes { routingID in
+            try bytes("world").withUnsafeBytes { body in
+                try router.sendPlain(routingID: routingID, body: body, dontWait: true)
+            }
+        }
+        #expect(try receiveMessage(on: req) == [bytes("world")])
+    }
+
+    @Test func otherShapesAreNotLentButArriveWhole() throws {
+        let (context, router, dealer) = try connected(.dealer)
+        _ = context
+        let shapes: [[[UInt8]]] = [
+            [bytes("body")],
+            [bytes("proxy"), [], bytes("body")],
+            [[], bytes("one"), bytes("two")],
+            [[], [], bytes("body")],  // two delimiters: the body is not the third frame
+            [[]],
+        ]
+        for shape in shapes {
+            try dealer.send(shape)
+            var lent = 0
+            let received = try router.receiveRouted { _, _ in lent += 1 }
+            #expect(lent == 0)
+            guard case .other(let message) = received.message else {
+                Issue.record("\(shape) was lent as plain")
+                continue
+            }
+            #expect(message == .frames([bytes("peer")] + shape))
+        }
+        // And the next plain message after them is lent again, whole.
+        try dealer.send([[], bytes("last")])
+        var body: [UInt8] = []
+        let received = try router.receiveRouted { _, lent in body = [UInt8](lent) }
+        guard case .lent = received.message else {
+            Issue.record("the plain message after the others was not lent")
+            return
+        }
+        #expect(body == bytes("last"))
+    }
+
+    @Test func anEmptyBodyIsLentAsAnEmptyBuffer() throws {
+        let (context, router, dealer) = try connected(.dealer)
+        _ = context
+        try dealer.send([[], []])
+        var sizes = (0, 0)
+        let received = try router.receiveRouted { routingID, body in sizes = (routingID.count, body.count) }
+        guard case .lent = received.message else {
+            Issue.record("[delimiter][empty body] was not lent as plain")
+            return
+        }
+        #expect(sizes == (4, 0))
+        try bytes("peer").withUnsafeBytes { routingID in
+            try router.sendPlain(routingID: routingID, body: UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        #expect(try receiveMessage(on: dealer) == [[], []])
+    }
+
+    @Test func aPlainReplyToAPeerThatLeftIsUnroutable() throws {
+        let (context, router, _) = try connected(.dealer)
+        _ = context
+        try router.setOption(.routerMandatory(true))
+        #expect(throws: ZeroMQError.hostUnreachable) {
+            try bytes("nobody").withUnsafeBytes { routingID in
+                try bytes("x").withUnsafeBytes { body in try router.sendPlain(routingID: routingID, body: body) }
+            }
+        }
+    }
 }
