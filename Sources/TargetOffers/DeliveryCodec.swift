@@ -108,7 +108,8 @@ public struct DeliveryCodec: Sendable {
 
     /// The body, with the notifications' prepared bytes spliced in as the last member.
     static func encode(_ body: JSONObject, notifications: [DisplayNotification]) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 512 + notifications.reduce(0) { $0 + $1.encoded.count + 1 })
+        let itemBytes = notifications.reduce(0) { total, item in total + item.withEncoded { $0.count } + 1 }
+        var writer = JSONWriter(reservingCapacity: 512 + itemBytes)
         writer.write(.object(body))
         guard !notifications.isEmpty else { return writer.bytes }
         // `body` always has members (requestId, context), so the closing brace becomes a comma.
@@ -116,7 +117,7 @@ public struct DeliveryCodec: Sendable {
         writer.appendASCII(#","notifications":["#)
         for (offset, notification) in notifications.enumerated() {
             if offset > 0 { writer.appendASCII(",") }
-            writer.writeRaw(notification.encoded)
+            notification.withEncoded { writer.bytes.append(contentsOf: $0) }
         }
         writer.appendASCII("]}")
         return writer.bytes

@@ -7,56 +7,69 @@ import Synchronization
 /// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
 /// later into a Delivery request as those bytes, never rebuilt as a tree.
 ///
-/// A value whose fields live in one immutable object: a copy (into a batch, the in-flight table, a request)
-/// is one reference count, where the fields themselves were five references and about 350 instructions to
-/// copy and destroy; a notification was copied six times between its queueing and Target's answer.
-public struct DisplayNotification: Sendable, Hashable {
-    private final class Fields: Sendable {
+/// A value whose fields and encoded item live in one immutable object (its item in the object's tail): a copy
+/// (into a batch, the in-flight table, a request) is one reference count, where the fields themselves were
+/// five references and about 350 instructions to copy and destroy; a notification was copied six times
+/// between its queueing and Target's answer. One allocation, its item written straight into it: an array of
+/// its own cost a cached load about 500 instructions more to make and the sender one more `free`.
+///
+/// `@unchecked Sendable`: its one stored property is that object, which the standard library declares not
+/// `Sendable` (a `ManagedBuffer` may be mutated); this one is written only while it is made, before any other
+/// thread can see it, and only read after.
+public struct DisplayNotification: @unchecked Sendable, Hashable {
+    private struct Header {
         /// The id as given, for one read from a journal or a test; nil for one made here, whose id is the
-        /// 36 plain bytes at `idBytes` in `encoded` (no `String` made and freed per cached load).
+        /// 36 plain bytes at `idBytes` in the item (no `String` made and freed per cached load).
         let storedID: String?
         let idBytes: Range<Int>
         let timestampMs: Int64
         let mboxName: String
         let property: String?
         let stampedByBoxClock: Bool
-        let encoded: [UInt8]
+        /// The item's length in bytes, in the tail.
+        let count: Int
         let timestampDigits: Range<Int>
         let serial: Int
+    }
 
-        init(
-            storedID: String?,
-            idBytes: Range<Int>,
-            timestampMs: Int64,
-            mboxName: String,
-            property: String?,
-            stampedByBoxClock: Bool,
-            encoded: [UInt8],
-            timestampDigits: Range<Int>,
-            serial: Int
-        ) {
-            self.storedID = storedID
-            self.idBytes = idBytes
-            self.timestampMs = timestampMs
-            self.mboxName = mboxName
-            self.property = property
-            self.stampedByBoxClock = stampedByBoxClock
-            self.encoded = encoded
-            self.timestampDigits = timestampDigits
-            self.serial = serial
+    /// Written once, when made, and never changed after.
+    private final class Fields: ManagedBuffer<Header, UInt8> {
+        /// A notification whose item `write` writes into the tail (at most `capacity` bytes), returning the
+        /// header that says how many it wrote.
+        static func make(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Header) -> Fields {
+            let buffer = create(minimumCapacity: capacity) { buffer in
+                buffer.withUnsafeMutablePointerToElements(write)
+            }
+            return unsafeDowncast(buffer, to: Fields.self)
         }
+
+        /// The encoded item.
+        func withItem<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            withUnsafeMutablePointers { header, bytes in
+                body(UnsafeBufferPointer(start: bytes, count: header.pointee.count))
+            }
+        }
+
+        var storedID: String? { header.storedID }
+        var idBytes: Range<Int> { header.idBytes }
+        var timestampMs: Int64 { header.timestampMs }
+        var mboxName: String { header.mboxName }
+        var property: String? { header.property }
+        var stampedByBoxClock: Bool { header.stampedByBoxClock }
+        var timestampDigits: Range<Int> { header.timestampDigits }
+        var serial: Int { header.serial }
     }
 
     private var fields: Fields
 
     public var id: String {
-        fields.storedID ?? String(decoding: fields.encoded[fields.idBytes], as: UTF8.self)
+        fields.storedID ?? withIDBytes { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The id's UTF-8 bytes, without making a `String` of a generated one.
     public func withIDBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if var stored = fields.storedID { return stored.withUTF8(body) }
-        return fields.encoded.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[fields.idBytes])) }
+        return fields.withItem { body(UnsafeBufferPointer(rebasing: $0[fields.idBytes])) }
     }
 
     /// Writes the id as a JSON string: a generated id's bytes as they are (hex digits and dashes).
@@ -65,7 +78,7 @@ public struct DisplayNotification: Sendable, Hashable {
             writer.writeString(stored)
         } else {
             writer.bytes.append(UInt8(ascii: "\""))
-            writer.bytes.append(contentsOf: fields.encoded[fields.idBytes])
+            withIDBytes { writer.bytes.append(contentsOf: $0) }
             writer.bytes.append(UInt8(ascii: "\""))
         }
     }
@@ -79,7 +92,12 @@ public struct DisplayNotification: Sendable, Hashable {
     public var stampedByBoxClock: Bool { fields.stampedByBoxClock }
     /// The Delivery API `notifications` item, encoded:
     /// `{id, type, timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
-    public var encoded: [UInt8] { fields.encoded }
+    public var encoded: [UInt8] { withEncoded { [UInt8]($0) } }
+
+    /// The encoded item in place, for a journal line or a request body to copy.
+    public func withEncoded<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        fields.withItem(body)
+    }
     /// This run's number for it, unique in the process and kept by `restamp`: the queue's in-flight table is
     /// keyed by it (an integer's hash, not a 36-character id's, twice per notification).
     var serial: Int { fields.serial }
@@ -90,7 +108,7 @@ public struct DisplayNotification: Sendable, Hashable {
         lhs.fields === rhs.fields
             || (lhs.id == rhs.id && lhs.timestampMs == rhs.timestampMs && lhs.mboxName == rhs.mboxName
                 && lhs.property == rhs.property && lhs.stampedByBoxClock == rhs.stampedByBoxClock
-                && lhs.encoded == rhs.encoded)
+                && lhs.withEncoded { left in rhs.withEncoded { left.elementsEqual($0) } })
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -195,10 +213,8 @@ public struct DisplayNotification: Sendable, Hashable {
             idLiteral.utf8CodeUnitCount + 36 + (withImpressionId ? impressionLiteral.utf8CodeUnitCount + 36 : 0)
             + typeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength + 1 + fragment.count
             + targetingBytes.count + 1
-        var idBytes = 0..<0
-        var digits = 0..<0
-        let encoded = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch -> [UInt8] in
-            let out = scratch.baseAddress!
+        let serial = Self.serials.add(1, ordering: .relaxed).newValue
+        let fields = Fields.make(capacity: capacity) { out in
             var at = 0
             func put(_ literal: StaticString) {
                 (out + at).update(from: literal.utf8Start, count: literal.utf8CodeUnitCount)
@@ -213,7 +229,7 @@ public struct DisplayNotification: Sendable, Hashable {
             }
             put(idLiteral)
             RandomUUID.write(to: out + at)  // hex digits and dashes: nothing to escape
-            idBytes = at..<(at + 36)
+            let idBytes = at..<(at + 36)
             at += 36
             if withImpressionId {
                 put(impressionLiteral)
@@ -222,7 +238,7 @@ public struct DisplayNotification: Sendable, Hashable {
             }
             put(typeAndTimestamp)
             let length = JSONWriter.writeDigits(timestampMs, to: out + at)
-            digits = at..<(at + length)
+            let digits = at..<(at + length)
             at += length
             out[at] = UInt8(ascii: ",")
             at += 1
@@ -230,22 +246,26 @@ public struct DisplayNotification: Sendable, Hashable {
             put(targetingBytes)
             out[at] = UInt8(ascii: "}")
             at += 1
-            // One array made from the bytes: its initializer from a buffer pointer does not look the storage's
-            // metadata up at run time (ZeroMQSocket.receiveFrame says why that matters).
-            return [UInt8](UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(scratch)[..<at]))
+            return Header(
+                storedID: nil,
+                idBytes: idBytes,
+                timestampMs: timestampMs,
+                mboxName: mboxName,
+                property: property,
+                stampedByBoxClock: stampedByBoxClock,
+                count: at,
+                timestampDigits: digits,
+                serial: serial
+            )
         }
-        return DisplayNotification(
-            storedID: nil,
-            idBytes: idBytes,
-            timestampMs: timestampMs,
-            mboxName: mboxName,
-            property: property,
-            stampedByBoxClock: stampedByBoxClock,
-            encoded: encoded,
-            timestampDigits: digits
-        )
+        return DisplayNotification(fields: fields)
     }
 
+    private init(fields: Fields) {
+        self.fields = fields
+    }
+
+    /// A notification whose item is `encoded`, copied into its own object.
     private init(
         storedID: String?,
         idBytes: Range<Int>,
@@ -253,20 +273,24 @@ public struct DisplayNotification: Sendable, Hashable {
         mboxName: String,
         property: String?,
         stampedByBoxClock: Bool,
-        encoded: [UInt8],
-        timestampDigits: Range<Int>
+        encoded: UnsafeBufferPointer<UInt8>,
+        timestampDigits: Range<Int>,
+        serial: Int = serials.add(1, ordering: .relaxed).newValue
     ) {
-        fields = Fields(
-            storedID: storedID,
-            idBytes: idBytes,
-            timestampMs: timestampMs,
-            mboxName: mboxName,
-            property: property,
-            stampedByBoxClock: stampedByBoxClock,
-            encoded: encoded,
-            timestampDigits: timestampDigits,
-            serial: Self.serials.add(1, ordering: .relaxed).newValue
-        )
+        fields = Fields.make(capacity: encoded.count) { out in
+            if let base = encoded.baseAddress { out.update(from: base, count: encoded.count) }
+            return Header(
+                storedID: storedID,
+                idBytes: idBytes,
+                timestampMs: timestampMs,
+                mboxName: mboxName,
+                property: property,
+                stampedByBoxClock: stampedByBoxClock,
+                count: encoded.count,
+                timestampDigits: timestampDigits,
+                serial: serial
+            )
+        }
     }
 
     /// From a Delivery API `notifications` item (a journal entry; tests): `id` and `timestamp` are
@@ -291,36 +315,40 @@ public struct DisplayNotification: Sendable, Hashable {
             writer.write(member.value)
         }
         writer.appendASCII("}")
-        self.init(
-            storedID: id,
-            idBytes: 0..<0,
-            timestampMs: Int64(timestamp),
-            mboxName: item["mbox"]?["name"]?.stringValue ?? "",
-            property: property,
-            stampedByBoxClock: stampedByBoxClock,
-            encoded: writer.bytes,
-            timestampDigits: digits
-        )
+        self = writer.bytes.withUnsafeBufferPointer { encoded in
+            DisplayNotification(
+                storedID: id,
+                idBytes: 0..<0,
+                timestampMs: Int64(timestamp),
+                mboxName: item["mbox"]?["name"]?.stringValue ?? "",
+                property: property,
+                stampedByBoxClock: stampedByBoxClock,
+                encoded: encoded,
+                timestampDigits: digits
+            )
+        }
     }
 
     /// Sets the timestamp, now that the real time is known.
     public mutating func restamp(_ timestampMs: Int64) {
         var digits = JSONWriter(reservingCapacity: 20)
         digits.writeInteger(timestampMs)
-        var encoded = fields.encoded
+        var encoded = self.encoded
         encoded.replaceSubrange(fields.timestampDigits, with: digits.bytes)
         let start = fields.timestampDigits.lowerBound
         // The id comes before the timestamp: its bytes stay where they are.
-        fields = Fields(
-            storedID: fields.storedID,
-            idBytes: fields.idBytes,
-            timestampMs: timestampMs,
-            mboxName: fields.mboxName,
-            property: fields.property,
-            stampedByBoxClock: false,
-            encoded: encoded,
-            timestampDigits: start..<(start + digits.bytes.count),
-            serial: fields.serial
-        )
+        fields = encoded.withUnsafeBufferPointer { encoded in
+            DisplayNotification(
+                storedID: fields.storedID,
+                idBytes: fields.idBytes,
+                timestampMs: timestampMs,
+                mboxName: fields.mboxName,
+                property: fields.property,
+                stampedByBoxClock: false,
+                encoded: encoded,
+                timestampDigits: start..<(start + digits.bytes.count),
+                serial: fields.serial
+            ).fields
+        }
     }
 }

@@ -48,7 +48,7 @@ struct NotificationJournal: Sendable {
 
     private static func addLine(_ notification: DisplayNotification) -> [UInt8] {
         var line: [UInt8] = []
-        line.reserveCapacity(addPrefix.count + notification.encoded.count + boxClockSuffix.count + 1)
+        line.reserveCapacity(addPrefix.count + notification.withEncoded { $0.count } + boxClockSuffix.count + 1)
         appendAddLine(notification, to: &line)
         return line
     }
@@ -60,7 +60,7 @@ struct NotificationJournal: Sendable {
     /// has one.
     private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: addPrefix)
-        bytes.append(contentsOf: notification.encoded)
+        notification.withEncoded { bytes.append(contentsOf: $0) }
         if let property = notification.property {
             var member = JSONWriter(reservingCapacity: property.utf8.count + 16)
             member.appendASCII(",\"property\":")
