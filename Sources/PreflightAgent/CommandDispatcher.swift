@@ -115,6 +115,19 @@ public struct CommandDispatcher: RequestHandler {
     ) -> Bool {
         let started = SystemClock.monotonicNanoseconds()
         let limits = runtime.requestLimits
+        // The cached load apps send most, read in place: answered here when the cache or a kept decision holds
+        // its mbox; else (a miss, or any other body) it goes on, its reading taken back.
+        if let load = FastRequest.readPlainLoad(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {
+            let start = reply.bytes.count
+            Reply.beginSuccess(plainID: UnsafeBufferPointer(rebasing: body[load.id]), in: &reply)
+            let name = String(decoding: UnsafeBufferPointer(rebasing: body[load.name]), as: UTF8.self)
+            if target.loadPlain(name, appendingResultTo: &reply) {
+                Reply.endSuccess(&reply)
+                statistics.record(.command(.loadRequests), since: started, errorCode: nil)
+                return true
+            }
+            reply.bytes.removeLast(reply.bytes.count - start)
+        }
         // The cached path's plain requests skip the JSON tree; anything else (errors included) goes the
         // general way below, which decides exactly as it would have (FastRequest's contract).
         if let fast = FastRequest.read(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {

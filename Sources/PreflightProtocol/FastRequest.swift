@@ -41,6 +41,41 @@ public struct FastRequest: Sendable, Hashable {
     }
 }
 
+/// The cached load apps send most, read in place: `loadRequests` of one mbox with nothing but its `name` and
+/// `defaultContent`, every string plain (printable ASCII, no escapes). Its parts are ranges of the body, so a
+/// load the cache answers makes no `String` but the name and no array at all: `FastRequest` and its command,
+/// made and destroyed, cost a cached load about 2,500 instructions of the I/O thread's 16,700
+/// (docs/BENCHMARKS.md).
+///
+/// `FastRequest.readPlainLoad` accepts a subset of what `FastRequest.read` does, and reads it the same:
+/// the request-path fuzzer checks the two against each other.
+public struct PlainLoad: Sendable, Hashable {
+    /// The request's `id`: its bytes are those of its JSON string, as the reply writes it.
+    public var id: Range<Int>
+    /// The mbox's name, and its default content, as they are (no escapes to decode).
+    public var name: Range<Int>
+    public var defaultContent: Range<Int>
+
+    public init(id: Range<Int>, name: Range<Int>, defaultContent: Range<Int>) {
+        self.id = id
+        self.name = name
+        self.defaultContent = defaultContent
+    }
+}
+
+extension FastRequest {
+    /// Reads a plain load (`PlainLoad`) of `body`; nil for any other body, which `read` then reads.
+    public static func readPlainLoad(
+        _ body: UnsafeBufferPointer<UInt8>,
+        limits: CommandLimits,
+        maxBodyBytes: Int
+    ) -> PlainLoad? {
+        guard body.count <= maxBodyBytes, limits.maxMboxes >= 1 else { return nil }
+        var scanner = FastScanner(bytes: body, limits: limits)
+        return scanner.plainLoad()
+    }
+}
+
 /// The single-pass reader behind `FastRequest.read` (and `NotificationAnswer.read`). Every method returns nil
 /// (or false) as soon as the input leaves the plain shape; nothing is thrown and nothing is reported.
 struct FastScanner {
@@ -101,6 +136,72 @@ struct FastScanner {
         case (_, let parsed?): return FastRequest(id: id, command: parsed)
         default: return nil  // loadRequests or preauthorize without args
         }
+    }
+
+    /// `request()` restricted to a plain load: the same members, checks and order rule (`cmd` before `args`),
+    /// each string taken as its range only when it is plain.
+    mutating func plainLoad() -> PlainLoad? {
+        var sawVersion = false
+        var id: Range<Int>?
+        var sawCommand = false
+        var request: (name: Range<Int>, defaultContent: Range<Int>)?
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "v") {
+                guard !sawVersion, scanner.takeVersionOne() else { return false }
+                sawVersion = true
+            } else if scanner.matches(key, "id") {
+                guard id == nil, let text = scanner.rawString(), (1...128).contains(text.count) else { return false }
+                id = text
+            } else if scanner.matches(key, "cmd") {
+                guard !sawCommand, let name = scanner.rawString(), scanner.matches(name, "loadRequests") else {
+                    return false
+                }
+                sawCommand = true
+            } else if scanner.matches(key, "args") {
+                guard sawCommand, request == nil, let one = scanner.plainLoadArguments() else { return false }
+                request = one
+            } else {
+                return false
+            }
+            return true
+        }
+        skipWhitespace()
+        guard read, index == bytes.count, sawVersion, let id, let request else { return nil }
+        return PlainLoad(id: id, name: request.name, defaultContent: request.defaultContent)
+    }
+
+    /// `{"requests":[{"name":…,"defaultContent":…}]}`, the members of the one request in either order.
+    private mutating func plainLoadArguments() -> (name: Range<Int>, defaultContent: Range<Int>)? {
+        var request: (name: Range<Int>, defaultContent: Range<Int>)?
+        let read = members(nonEmpty: true) { scanner, key in
+            guard request == nil, scanner.matches(key, "requests"), scanner.take(UInt8(ascii: "[")),
+                let one = scanner.plainLoadRequest(), scanner.take(UInt8(ascii: "]"))
+            else { return false }
+            request = one
+            return true
+        }
+        return read ? request : nil
+    }
+
+    private mutating func plainLoadRequest() -> (name: Range<Int>, defaultContent: Range<Int>)? {
+        var name: Range<Int>?
+        var defaultContent: Range<Int>?
+        let read = members(nonEmpty: true) { scanner, key in
+            if scanner.matches(key, "name") {
+                guard name == nil, let text = scanner.rawString(),
+                    (1...TargetLimits.mboxNameLength).contains(text.count)
+                else { return false }
+                name = text
+            } else if scanner.matches(key, "defaultContent") {
+                guard defaultContent == nil, let text = scanner.rawString() else { return false }
+                defaultContent = text
+            } else {
+                return false
+            }
+            return true
+        }
+        guard read, let name, let defaultContent else { return nil }
+        return (name, defaultContent)
     }
 
     /// `"v": 1` exactly: the integer one, not `1.0` or `10`.

@@ -103,6 +103,19 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// Writes a run of short pieces at a `ByteCursor` (room for at most `capacity` bytes) and appends them in
+    /// one copy. Each `append(contentsOf:)` costs about 110 instructions however short (its checks, the
+    /// copy's call): the six pieces of a cached reply's head cost 680 appended one by one (tools/bench
+    /// --profile). Up to 1 KiB, the pieces are composed on the stack.
+    @inlinable
+    public mutating func appendComposed(capacity: Int, _ write: (inout ByteCursor) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
+            var cursor = ByteCursor(scratch.baseAddress!)
+            write(&cursor)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<cursor.count]))
+        }
+    }
+
     /// The most bytes `writeDigits` writes: a sign and 19 digits.
     public static let maxIntegerLength = 20
 
@@ -169,5 +182,53 @@ public struct JSONWriter: Sendable {
             bytes.append(Self.hexDigits[Int(byte >> 4)])
             bytes.append(Self.hexDigits[Int(byte & 0x0F)])
         }
+    }
+}
+
+/// Writes pieces one after another at a pointer, with no check of room: the caller has counted it. For
+/// bytes composed before one append (`JSONWriter.appendComposed`) or written straight into their own
+/// object (a display notification's item).
+public struct ByteCursor {
+    @usableFromInline let base: UnsafeMutablePointer<UInt8>
+    /// How many bytes were written.
+    public var count: Int { written }
+    @usableFromInline var written = 0
+
+    @inlinable
+    public init(_ base: UnsafeMutablePointer<UInt8>) {
+        self.base = base
+    }
+
+    /// Where the next byte goes.
+    @inlinable
+    public var next: UnsafeMutablePointer<UInt8> { base + written }
+
+    @inlinable
+    public mutating func put(_ literal: StaticString) {
+        next.update(from: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        written += literal.utf8CodeUnitCount
+    }
+
+    @inlinable
+    public mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if let source = bytes.baseAddress { next.update(from: source, count: bytes.count) }
+        written += bytes.count
+    }
+
+    @inlinable
+    public mutating func put(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { put($0) }
+    }
+
+    @inlinable
+    public mutating func put(_ byte: UInt8) {
+        base[written] = byte
+        written += 1
+    }
+
+    /// Moves past `length` bytes written at `next` by someone else (digits, an id).
+    @inlinable
+    public mutating func skip(_ length: Int) {
+        written += length
     }
 }

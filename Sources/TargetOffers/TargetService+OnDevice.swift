@@ -45,7 +45,8 @@ extension TargetService {
     /// An offer decided earlier for this request that still holds (on the I/O thread, at a cache miss).
     @inline(__always)
     func decidedOffer(
-        _ request: LoadRequest,
+        _ name: String,
+        targeting: MboxTargeting,
         profile: [Parameter],
         property: String?,
         at epochMs: Int64
@@ -54,8 +55,8 @@ extension TargetService {
     {
         decidedOffers.offer(
             for: DecidedOffers.Key(
-                name: request.name,
-                targeting: request.targeting,
+                name: name,
+                targeting: targeting,
                 profile: profile,
                 property: property
             ),

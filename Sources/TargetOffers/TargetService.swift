@@ -211,7 +211,6 @@ public final class TargetService: Sendable {
     public func loadFromCache(_ command: LoadRequestsCommand, appendingResultTo reply: inout JSONWriter) -> PendingLoad?
     {
         let stamp = time.stampNow()
-        let now = stamp.now
         let property = self.property(command.propertyToken)
         let count = command.requests.count
         // Which offer answered each request, kept only when a miss could need it (more than one request).
@@ -222,14 +221,16 @@ public final class TargetService: Sendable {
         var decided = 0
         reply.appendASCII("{\"contents\":[")
         for request in command.requests {
-            var offer =
-                property == nil
-                ? cache.hit(request.name, now: now) : cache.hit(OfferKey(request.name, property: property), now: now)
-            if offer != nil {
-                hits += 1
-            } else {
-                offer = decidedOffer(request, profile: command.profileParameters, property: property, at: stamp.epochMs)
-                if offer != nil { decided += 1 }
+            let answer = self.answer(
+                request.name,
+                targeting: request.targeting,
+                profile: command.profileParameters,
+                property: property,
+                stamp
+            )
+            let offer = answer?.offer
+            if let answer {
+                if answer.decided { decided += 1 } else { hits += 1 }
             }
             if count > 1 { offers.append(offer) }
             guard let offer else { continue }
@@ -239,7 +240,13 @@ public final class TargetService: Sendable {
             } else {
                 reply.writeRaw(offer.loadResultElement)
             }
-            displayed(offer, request, command, stamp)
+            displayed(
+                offer,
+                targeting: request.targeting,
+                profileParameters: command.profileParameters,
+                notify: command.notifyDisplay,
+                stamp
+            )
         }
         let misses = count - hits
         counterBox.withLock {
@@ -257,23 +264,73 @@ public final class TargetService: Sendable {
         )
     }
 
+    /// The cached load apps send most, read in place (`PlainLoad`): one mbox of the configured property, no
+    /// parameters, its notification queued. When the cache (or a decision made on the box that still holds)
+    /// answers it, appends the `result` JSON to `reply`, as `loadFromCache` would, and returns true; else
+    /// returns false with nothing changed or written, and the load goes the general way.
+    public func loadPlain(_ name: String, appendingResultTo reply: inout JSONWriter) -> Bool {
+        let stamp = time.stampNow()
+        guard let answer = answer(name, targeting: MboxTargeting(), profile: [], property: nil, stamp) else {
+            return false
+        }
+        // Counted as `loadFromCache` counts: a decision made on the box is a miss of the cache too.
+        counterBox.withLock {
+            if answer.decided {
+                $0.misses += 1
+                $0.onDeviceLoads += 1
+            } else {
+                $0.hits += 1
+            }
+        }
+        reply.appendASCII("{\"contents\":[")
+        reply.writeRaw(answer.offer.loadResultElement)
+        reply.appendASCII("]}")
+        displayed(answer.offer, targeting: nil, profileParameters: [], notify: true, stamp)
+        return true
+    }
+
+    /// The offer that answers one request of a load at once: the cache's (counted as a hit), or a decision
+    /// made on the box earlier that still holds (`DecidedOffers`); nil when it must be fetched or decided.
+    @inline(__always)
+    func answer(
+        _ name: String,
+        targeting: @autoclosure () -> MboxTargeting,
+        profile: [Parameter],
+        property: String?,
+        _ stamp: (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool)
+    ) -> (offer: CachedOffer, decided: Bool)? {
+        let cached =
+            property == nil
+            ? cache.hit(name, now: stamp.now) : cache.hit(OfferKey(name, property: property), now: stamp.now)
+        if let cached { return (cached, false) }
+        let decided = decidedOffer(
+            name,
+            targeting: targeting(),
+            profile: profile,
+            property: property,
+            at: stamp.epochMs
+        )
+        return decided.map { ($0, true) }
+    }
+
     /// The display of an offer a load answered: its notification queued, or kept for `displayedLocations`
-    /// when the app said it notifies itself (`notifyDisplay: false`).
+    /// when the app said it notifies itself (`notifyDisplay: false`). `targeting` nil: none.
     @inline(__always)
     func displayed(
         _ offer: CachedOffer,
-        _ request: LoadRequest,
-        _ command: LoadRequestsCommand,
+        targeting: MboxTargeting?,
+        profileParameters: [Parameter],
+        notify: Bool,
         _ stamp: (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool)
     ) {
-        guard command.notifyDisplay else {
-            deferDisplay(of: offer, targeting: request.targeting, profileParameters: command.profileParameters)
+        guard notify else {
+            deferDisplay(of: offer, targeting: targeting ?? MboxTargeting(), profileParameters: profileParameters)
             return
         }
         let notification = DisplayNotification.display(
             of: offer,
-            targeting: request.targeting,
-            profileParameters: command.profileParameters,
+            targeting: targeting,
+            profileParameters: profileParameters,
             timestampMs: stamp.epochMs,
             stampedByBoxClock: stamp.byBoxClock
         )
@@ -359,7 +416,13 @@ public final class TargetService: Sendable {
             case .decided(let offer):
                 // A traced load is never decided on the box: no trace member to add.
                 result.writeRaw(offer.resultElement(withData: command.withData))
-                displayed(offer, request, command, stamp ?? time.stampNow())
+                displayed(
+                    offer,
+                    targeting: request.targeting,
+                    profileParameters: command.profileParameters,
+                    notify: command.notifyDisplay,
+                    stamp ?? time.stampNow()
+                )
                 onDevice += 1
             case .content(let text, let data, let trace):
                 writeLoadResultElement(

@@ -62,6 +62,42 @@ import Testing
         #expect(String(decoding: bytes, as: UTF8.self) == #"{"v":1,"id":"42","ok":true,"result":{"version":"1.0.0"}}"#)
     }
 
+    /// The head written from an id's bytes (a plain load read in place) is the head written from its string,
+    /// appended after what the writer holds.
+    @Test func aHeadFromAPlainIDsBytesIsTheHeadFromItsString() {
+        for id in ["1", "load-42", "~ /DEL\u{7F}", String(repeating: "i", count: 128)] {
+            var fromString = JSONWriter()
+            fromString.appendASCII("before")
+            Reply.beginSuccess(id: id, in: &fromString)
+            var fromBytes = JSONWriter()
+            fromBytes.appendASCII("before")
+            Array(id.utf8).withUnsafeBufferPointer { Reply.beginSuccess(plainID: $0, in: &fromBytes) }
+            #expect(fromBytes.bytes == fromString.bytes)
+            Reply.endSuccess(&fromBytes)
+            #expect(
+                String(decoding: fromBytes.bytes, as: UTF8.self) == "before"
+                    + #"{"v":1,"id":"\#(id)","ok":true,"result":}"#
+            )
+        }
+    }
+
+    @Test func piecesComposedAtACursorAreAppendedInOrder() {
+        var writer = JSONWriter()
+        writer.appendASCII("[")
+        writer.appendComposed(capacity: 32) { cursor in
+            cursor.put("ab")
+            cursor.put(UInt8(ascii: "c"))
+            cursor.put([UInt8(ascii: "d"), UInt8(ascii: "e")])
+            Array("fg".utf8).withUnsafeBufferPointer { cursor.put($0) }
+            cursor.put(UnsafeBufferPointer(start: nil, count: 0))
+            let length = JSONWriter.writeDigits(-12, to: cursor.next)
+            cursor.skip(length)
+            #expect(cursor.count == 10)
+        }
+        writer.appendComposed(capacity: 0) { _ in }
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "[abcdefg-12")
+    }
+
     @Test func errorReplyHasTheDocumentedShape() throws {
         let error = ProtocolError.invalidArgument("requests[1].name", "name is required")
         let text = String(decoding: Reply.failure(id: nil, error: error), as: UTF8.self)

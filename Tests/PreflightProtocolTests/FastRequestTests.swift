@@ -19,9 +19,25 @@ import Testing
         return FastRequest(id: request.id, command: command)
     }
 
-    /// The contract: whatever the fast path accepts, the general path accepts the same way.
+    /// What `readPlainLoad` reads of a body, as the request it stands for: one mbox, no parameters.
+    private func plain(_ body: [UInt8], maxBodyBytes: Int = 1 << 20) -> FastRequest? {
+        body.withUnsafeBufferPointer { buffer in
+            FastRequest.readPlainLoad(buffer, limits: limits, maxBodyBytes: maxBodyBytes).map { load in
+                func text(_ range: Range<Int>) -> String { String(decoding: buffer[range], as: UTF8.self) }
+                let request = LoadRequest(name: text(load.name), defaultContent: text(load.defaultContent))
+                return FastRequest(id: text(load.id), command: .loadRequests(LoadRequestsCommand(requests: [request])))
+            }
+        }
+    }
+
+    /// The contract: whatever the fast path accepts, the general path accepts the same way; whatever the plain
+    /// load's reader accepts, the fast path does, the same way.
     private func expectAgreement(_ body: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
-        guard let read = FastRequest.read(body, limits: limits, maxBodyBytes: 1 << 20) else { return }
+        let read = FastRequest.read(body, limits: limits, maxBodyBytes: 1 << 20)
+        if let plain = plain(body) {
+            #expect(plain == read, "\(String(decoding: body, as: UTF8.self))", sourceLocation: sourceLocation)
+        }
+        guard let read else { return }
         #expect(read == general(body), "\(String(decoding: body, as: UTF8.self))", sourceLocation: sourceLocation)
     }
 
@@ -30,6 +46,8 @@ import Testing
         #" { "v" : 1 , "id" : "p-2" , "cmd" : "ping" , "args" : { } } "#,
         #"{"v":1,"id":"5","cmd":"loadRequests","args":{"requests":[{"name":"logo","defaultContent":"BlueWhale","mboxParameters":{"status":"platinum"}},{"name":"buttonColor","defaultContent":"red"}],"profileParameters":{"age":"20-32"}}}"#,
         #"{"id":"7","cmd":"loadRequests","v":1,"args":{"profileParameters":{},"requests":[{"defaultContent":"<a href=\"x\">\\\/\n\t</a>","name":"m"}]}}"#,
+        #"{"v":1,"id":"load-1","cmd":"loadRequests","args":{"requests":[{"name":"bench-offer","defaultContent":"none"}]}}"#,
+        #" {"cmd":"loadRequests", "args" : {"requests" : [ {"defaultContent" : "", "name" : "m"} ] } , "id":"~ /DEL\#u{7F}", "v":1}"#,
         #"{"v":1,"id":"6","cmd":"preauthorize","args":{"requestor":"espn","resources":["resource1","resource2","resource3"],"disabledFeatures":["LOCAL_CACHE"]}}"#,
         #"{"v":1,"id":"8","cmd":"preauthorize","args":{"resources":["r"],"requestor":"espn","disabledFeatures":[]}}"#,
         "{\"v\":1,\r\n\t\"id\":\"9\",\"cmd\":\"preauthorize\",\"args\":{\"requestor\":\"a\",\"resources\":[\"r\",\"r\"],"
@@ -95,6 +113,39 @@ import Testing
     @Test(arguments: leftToTheGeneralPath)
     func leavesErrorsAndUnusualShapesToTheGeneralPath(text: String) {
         #expect(fast(text) == nil)
+        #expect(plain(Array(text.utf8)) == nil)
+    }
+
+    /// The plain loads among the plain bodies are read in place, as the fast path reads them; every other one,
+    /// a load with parameters, an escape or two mboxes included, is left to the fast path.
+    @Test(arguments: plainBodies)
+    func readsAPlainLoadInPlaceAndLeavesEveryOtherBody(text: String) throws {
+        let body = Array(text.utf8)
+        let read = try #require(fast(text))
+        guard case .loadRequests(let command) = read.command, command.requests.count == 1,
+            command.requests[0].targeting == MboxTargeting(), command.profileParameters.isEmpty,
+            !text.contains("\\")
+        else {
+            #expect(plain(body) == nil)
+            return
+        }
+        #expect(plain(body) == read)
+        #expect(plain(body, maxBodyBytes: body.count - 1) == nil)
+    }
+
+    @Test func aPlainLoadsRangesAreItsStringsBytes() throws {
+        let body = Array(Self.plainBodies[4].utf8)
+        #expect(body.count > 0 && Self.plainBodies[4].contains("bench-offer"))
+        let load = try #require(
+            body.withUnsafeBufferPointer { FastRequest.readPlainLoad($0, limits: limits, maxBodyBytes: 1 << 20) }
+        )
+        #expect(String(decoding: body[load.id], as: UTF8.self) == "load-1")
+        #expect(String(decoding: body[load.name], as: UTF8.self) == "bench-offer")
+        #expect(String(decoding: body[load.defaultContent], as: UTF8.self) == "none")
+        let none = CommandLimits(maxMboxes: 0, maxResources: 3)
+        #expect(
+            body.withUnsafeBufferPointer { FastRequest.readPlainLoad($0, limits: none, maxBodyBytes: 1 << 20) } == nil
+        )
     }
 
     @Test func respectsTheBodyLimit() {
