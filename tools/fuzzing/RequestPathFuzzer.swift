@@ -6,7 +6,9 @@
 // - what the reader accepts, the writer writes back to the same value (no lossy round trip);
 // - every reply the agent would send is valid JSON that a client decodes to the same id;
 // - whatever the cached path's one-pass reader (`FastRequest`) accepts, the general path reads to the
-//   same id and command.
+//   same id and command;
+// - whatever the plain load's reader (`FastRequest.readPlainLoad`) accepts, `FastRequest` reads to the same
+//   id, name and default content, a load of one mbox with nothing else.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestPath(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -21,6 +23,16 @@ public func fuzzRequestPath(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     let limits = CommandLimits(maxMboxes: 50, maxResources: 100)
     let fast = FastRequest.read(body, limits: limits, maxBodyBytes: 1 << 20)
+    let plain = body.withUnsafeBufferPointer { buffer in
+        FastRequest.readPlainLoad(buffer, limits: limits, maxBodyBytes: 1 << 20).map { load in
+            func text(_ range: Range<Int>) -> String { String(decoding: buffer[range], as: UTF8.self) }
+            let request = LoadRequest(name: text(load.name), defaultContent: text(load.defaultContent))
+            return FastRequest(id: text(load.id), command: .loadRequests(LoadRequestsCommand(requests: [request])))
+        }
+    }
+    if let plain, plain != fast {
+        fatalError("the plain load's reader read a body differently from the fast path")
+    }
     let reply: [UInt8]
     let expectedID: String?
     switch Request.decode(body, maxBodyBytes: 1 << 20) {
