@@ -282,9 +282,13 @@ public final class TargetService: Sendable {
                 $0.hits += 1
             }
         }
-        reply.appendASCII("{\"contents\":[")
-        reply.writeRaw(answer.offer.loadResultElement)
-        reply.appendASCII("]}")
+        // One append: the element between its brackets, composed first (each append costs about 110).
+        let element = answer.offer.loadResultElement
+        reply.appendComposed(capacity: element.count + 16) { result in
+            result.put("{\"contents\":[")
+            result.put(element)
+            result.put("]}")
+        }
         displayed(answer.offer, targeting: nil, profileParameters: [], notify: true, stamp)
         return true
     }
