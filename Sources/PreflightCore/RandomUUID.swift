@@ -36,42 +36,33 @@ public enum RandomUUID {
     private static func write(high: UInt64, low: UInt64, to out: UnsafeMutablePointer<UInt8>) {
         let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let variant = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        // The 32 digits eight at a time (`hexDigits(of:)`), then laid out with the dashes: about 100
-        // instructions, where a table lookup per byte was about 350 (this runs for every display
-        // notification, on the I/O thread).
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (
-            hexDigits(of: UInt32(truncatingIfNeeded: versioned >> 32)),
-            hexDigits(of: UInt32(truncatingIfNeeded: versioned)),
-            hexDigits(of: UInt32(truncatingIfNeeded: variant >> 32)),
-            hexDigits(of: UInt32(truncatingIfNeeded: variant))
-        )
-        withUnsafeBytes(of: &digits) { raw in
-            let hex = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            // 8-4-4-4-12: digits 0..<8, 8..<12, 12..<16, 16..<20, 20..<32.
-            out.update(from: hex, count: 8)
+        // A byte at a time, two digits from the table, dashes at their places: no branch per digit (this
+        // runs for every display notification, on the I/O thread).
+        hexDigits.withUnsafeBufferPointer { table in
+            let digits = table.baseAddress!
+            func put(_ word: UInt64, bytes: Int, at position: Int) {
+                for index in 0..<bytes {
+                    let byte = Int((word >> UInt64(8 * (bytes - 1 - index))) & 0xFF)
+                    out[position + 2 * index] = digits[2 * byte]
+                    out[position + 2 * index + 1] = digits[2 * byte + 1]
+                }
+            }
+            put(versioned >> 32, bytes: 4, at: 0)
             out[8] = UInt8(ascii: "-")
-            (out + 9).update(from: hex + 8, count: 4)
+            put(versioned >> 16, bytes: 2, at: 9)
             out[13] = UInt8(ascii: "-")
-            (out + 14).update(from: hex + 12, count: 4)
+            put(versioned, bytes: 2, at: 14)
             out[18] = UInt8(ascii: "-")
-            (out + 19).update(from: hex + 16, count: 4)
+            put(variant >> 48, bytes: 2, at: 19)
             out[23] = UInt8(ascii: "-")
-            (out + 24).update(from: hex + 20, count: 12)
+            put(variant, bytes: 6, at: 24)
         }
     }
 
-    /// The eight lowercase hex digits of `value`, most significant first, as the bytes of a word in memory
-    /// order: each nibble spread to a byte of its own, then made a digit with no branch.
-    static func hexDigits(of value: UInt32) -> UInt64 {
-        var spread = UInt64(value)
-        spread = ((spread & 0xFFFF_0000) << 16) | (spread & 0x0000_FFFF)
-        spread = ((spread & 0x0000_FF00_0000_FF00) << 8) | (spread & 0x0000_00FF_0000_00FF)
-        spread = ((spread & 0x00F0_00F0_00F0_00F0) << 4) | (spread & 0x000F_000F_000F_000F)
-        // 1 in each byte whose nibble is 10 or more: those go on past `9` to `a`.
-        let letters = ((spread &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
-        let ascii = spread &+ 0x3030_3030_3030_3030 &+ letters &* UInt64(UInt8(ascii: "a") - UInt8(ascii: "9") - 1)
-        // The most significant digit is in the word's highest byte: first in memory once swapped.
-        return UInt64(bigEndian: ascii)
+    /// The two lowercase hex digits of every byte value, in order: `00`, `01`, …, `ff`.
+    private static let hexDigits: [UInt8] = (0..<256).flatMap { byte in
+        let alphabet = Array("0123456789abcdef".utf8)
+        return [alphabet[byte >> 4], alphabet[byte & 0xF]]
     }
 }
 
