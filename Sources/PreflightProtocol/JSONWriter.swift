@@ -215,7 +215,10 @@ public struct ByteCursor {
 
     @inlinable
     public mutating func put(_ literal: StaticString) {
-        literal.withUTF8Buffer { put($0) }
+        // A literal of one scalar may be held as that scalar, with no bytes to point at.
+        guard literal.hasPointerRepresentation else { return literal.withUTF8Buffer { put($0) } }
+        next.update(from: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        written += literal.utf8CodeUnitCount
     }
 
     @inlinable

@@ -92,10 +92,14 @@ import Testing
             cursor.put(UnsafeBufferPointer(start: nil, count: 0))
             let length = JSONWriter.writeDigits(-12, to: cursor.next)
             cursor.skip(length)
-            #expect(cursor.count == 10)
+            cursor.put("z")
+            #expect(cursor.count == 11)
         }
         writer.appendComposed(capacity: 0) { _ in }
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == "[abcdefg-12")
+        writer.appendASCII("]")
+        writer.appendASCII("}}")
+        writer.appendASCII("12345")
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "[abcdefg-12z]}}12345")
     }
 
     @Test func errorReplyHasTheDocumentedShape() throws {
