@@ -11,6 +11,9 @@ public struct Request: Sendable, Hashable {
     public var command: String
     public var args: JSONObject?
 
+    /// The longest `id` a request may carry, in characters (PROTOCOL.md).
+    public static let maxIDLength = 128
+
     public init(id: String, command: String, args: JSONObject? = nil) {
         self.id = id
         self.command = command
@@ -52,10 +55,14 @@ public struct Request: Sendable, Hashable {
         let id: String
         switch object["id"] {
         // Counting scalars walks the string; a UTF-8 length within the limit already proves it.
-        case .string(let text) where !text.isEmpty && (text.utf8.count <= 128 || text.unicodeScalars.count <= 128):
+        case .string(let text)
+        where !text.isEmpty
+            && (text.utf8.count <= Request.maxIDLength || text.unicodeScalars.count <= Request.maxIDLength):
             id = text
         case .string:
-            return .failure(RequestFailure(id: nil, error: .malformed("id must be 1 to 128 characters")))
+            return .failure(
+                RequestFailure(id: nil, error: .malformed("id must be 1 to \(Request.maxIDLength) characters"))
+            )
         case nil:
             return .failure(RequestFailure(id: nil, error: .malformed("missing id")))
         case let other?:

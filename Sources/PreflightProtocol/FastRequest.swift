@@ -101,7 +101,9 @@ struct FastScanner {
                 guard !sawVersion, scanner.takeVersionOne() else { return false }
                 sawVersion = true
             } else if scanner.matches(key, "id") {
-                guard id == nil, let text = scanner.string(), (1...128).contains(text.utf8.count) else { return false }
+                guard id == nil, let text = scanner.string(), (1...Request.maxIDLength).contains(text.utf8.count) else {
+                    return false
+                }
                 id = text
             } else if scanner.matches(key, "cmd") {
                 guard command == nil, let name = scanner.rawString(), let known = scanner.oneShotCommand(named: name)
@@ -150,7 +152,9 @@ struct FastScanner {
                 guard !sawVersion, scanner.takeVersionOne() else { return false }
                 sawVersion = true
             } else if scanner.matches(key, "id") {
-                guard id == nil, let text = scanner.rawString(), (1...128).contains(text.count) else { return false }
+                guard id == nil, let text = scanner.rawString(), (1...Request.maxIDLength).contains(text.count) else {
+                    return false
+                }
                 id = text
             } else if scanner.matches(key, "cmd") {
                 guard !sawCommand, let name = scanner.rawString(), scanner.matches(name, "loadRequests") else {

@@ -248,12 +248,7 @@ public final class TargetService: Sendable {
                 stamp
             )
         }
-        let misses = count - hits
-        counterBox.withLock {
-            $0.hits += hits
-            $0.misses += misses
-            $0.onDeviceLoads += decided
-        }
+        countLoaded(requests: count, hits: hits, decided: decided)
         if hits + decided == count {
             reply.appendASCII("]}")
             return nil
@@ -273,15 +268,7 @@ public final class TargetService: Sendable {
         guard let answer = answer(name, targeting: MboxTargeting(), profile: [], property: nil, stamp) else {
             return false
         }
-        // Counted as `loadFromCache` counts: a decision made on the box is a miss of the cache too.
-        counterBox.withLock {
-            if answer.decided {
-                $0.misses += 1
-                $0.onDeviceLoads += 1
-            } else {
-                $0.hits += 1
-            }
-        }
+        countLoaded(requests: 1, hits: answer.decided ? 0 : 1, decided: answer.decided ? 1 : 0)
         // One append: the element between its brackets, composed first (each append costs about 110).
         let element = answer.offer.loadResultElement
         reply.appendComposed(capacity: element.count + 16) { result in
@@ -291,6 +278,16 @@ public final class TargetService: Sendable {
         }
         displayed(answer.offer, targeting: nil, profileParameters: [], notify: true, stamp)
         return true
+    }
+
+    /// Counts a load's requests answered at once: every request the cache did not hold is a miss, those a
+    /// decision made on the box answered included (they are counted as on-device loads too).
+    private func countLoaded(requests: Int, hits: Int, decided: Int) {
+        counterBox.withLock {
+            $0.hits += hits
+            $0.misses += requests - hits
+            $0.onDeviceLoads += decided
+        }
     }
 
     /// The offer that answers one request of a load at once: the cache's (counted as a hit), or a decision
