@@ -181,6 +181,16 @@ import Testing
         func ping(id: [UInt8]) -> [UInt8] {
             Array(#"{"v":1,"id":""#.utf8) + id + Array(#"","cmd":"ping"}"#.utf8)
         }
+        // The plain load reads its strings by `rawString`: the first eight bytes one by one, then a word at a time.
+        let loadHead = Array(#"{"v":1,"id":""#.utf8)
+        func plainLoadID(_ id: [UInt8]) -> [UInt8]? {
+            let body =
+                loadHead + id
+                + Array(#"","cmd":"loadRequests","args":{"requests":[{"name":"m","defaultContent":"d"}]}}"#.utf8)
+            return body.withUnsafeBufferPointer { buffer in
+                FastRequest.readPlainLoad(buffer, limits: limits, maxBodyBytes: 1 << 20).map { Array(buffer[$0.id]) }
+            }
+        }
         let plain: [UInt8] = Array(0x20...0x7F).filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
         for length in 1...40 {
             let id = (0..<length).map { plain[($0 * 7 + length) % plain.count] }
@@ -188,16 +198,19 @@ import Testing
                 FastRequest.read(ping(id: id), limits: limits, maxBodyBytes: 1 << 20)?.id
                     == String(decoding: id, as: UTF8.self)
             )
+            #expect(plainLoadID(id) == id)
             for position in 0..<length {
                 for refused: [UInt8] in [[0x00], [0x1F], [0x0A], [0x80], [0xC3, 0xA9], [0xFF]] {
                     var changed = id
                     changed.replaceSubrange(position...position, with: refused)
                     #expect(FastRequest.read(ping(id: changed), limits: limits, maxBodyBytes: 1 << 20) == nil)
+                    #expect(plainLoadID(changed) == nil)
                 }
                 var escaped = id
                 escaped.replaceSubrange(position...position, with: Array(#"\n"#.utf8))
                 let read = FastRequest.read(ping(id: escaped), limits: limits, maxBodyBytes: 1 << 20)
                 #expect(read != nil && read == general(ping(id: escaped)))
+                #expect(plainLoadID(escaped) == nil)
                 var quoted = id
                 quoted[position] = UInt8(ascii: "\"")
                 expectAgreement(ping(id: quoted))
