@@ -55,16 +55,89 @@ public struct DeliveryCodec: Sendable {
         return HTTPRequest(
             method: "POST",
             url: url(visitor: visitor),
-            headers: [
-                (name: "Content-Type", value: "application/json"),
-                (name: "Accept", value: "application/json"),
-                (name: "User-Agent", value: configuration.device.userAgent),
-                (name: "X-EXC-SDK", value: "Preflight"),
-                (name: "X-EXC-SDK-Version", value: preflightVersion),
-            ],
+            headers: headers,
             body: Self.encode(body, notifications: notifications),
             timeout: configuration.timeout
         )
+    }
+
+    private var headers: [(name: String, value: String)] {
+        [
+            (name: "Content-Type", value: "application/json"),
+            (name: "Accept", value: "application/json"),
+            (name: "User-Agent", value: configuration.device.userAgent),
+            (name: "X-EXC-SDK", value: "Preflight"),
+            (name: "X-EXC-SDK-Version", value: preflightVersion),
+        ]
+    }
+
+    /// What every request that carries notifications alone (no work, no QA mode, no trace) has in common while
+    /// the configuration, the visitor's identity, the property and the time zone stay: its URL, its headers and
+    /// its body up to the notifications. The sender makes one such request per batch; made from the template,
+    /// it costs a copy and a new `requestId` instead of a JSON tree and a URL built again (about 36,000
+    /// instructions per call, docs/BENCHMARKS.md). `request(...)` and this are one shape: the template's body
+    /// is `requestBody` written out.
+    struct NotificationsTemplate: Sendable {
+        /// What the template was made from: a request whose `Key` differs needs a new one.
+        struct Key: Sendable, Equatable {
+            var configuration: TargetConfiguration
+            /// The visitor's identity, its session's age left out (no part of a request).
+            var visitor: VisitorSession.Snapshot
+            var property: String?
+            var timeOffsetInMinutes: Int
+
+            init(
+                configuration: TargetConfiguration,
+                visitor: VisitorSession.Snapshot,
+                property: String?,
+                timeOffsetInMinutes: Int
+            ) {
+                self.configuration = configuration
+                self.visitor = visitor
+                self.visitor.sessionAge = .zero
+                self.property = property
+                self.timeOffsetInMinutes = timeOffsetInMinutes
+            }
+        }
+
+        let key: Key
+        let url: String
+        let headers: [(name: String, value: String)]
+        let timeout: Duration
+        /// The body written out, without its closing brace; its `requestId` (the first member) a placeholder.
+        let head: [UInt8]
+        /// Where the placeholder `requestId`'s 36 characters begin in `head`.
+        static let requestIDOffset = #"{"requestId":""#.utf8.count
+
+        init(_ key: Key) {
+            let codec = DeliveryCodec(configuration: key.configuration)
+            let body = codec.requestBody(
+                property: key.property,
+                visitor: key.visitor,
+                timeOffsetInMinutes: key.timeOffsetInMinutes
+            )
+            precondition(body.members.first?.key == "requestId", "a Delivery body begins with its requestId")
+            var writer = JSONWriter(reservingCapacity: 512)
+            writer.write(.object(body))
+            writer.bytes.removeLast()
+            self.key = key
+            self.url = codec.url(visitor: key.visitor)
+            self.headers = codec.headers
+            self.timeout = key.configuration.timeout
+            self.head = writer.bytes
+        }
+
+        /// The request for `notifications` (at least one), with a new `requestId`.
+        func request(notifications: [DisplayNotification]) -> HTTPRequest {
+            var bytes = [UInt8]()
+            bytes.reserveCapacity(head.count + DeliveryCodec.notificationBytes(notifications))
+            bytes.append(contentsOf: head)
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                RandomUUID.write(to: buffer.baseAddress! + Self.requestIDOffset)
+            }
+            DeliveryCodec.append(notifications, to: &bytes)
+            return HTTPRequest(method: "POST", url: url, headers: headers, body: bytes, timeout: timeout)
+        }
     }
 
     /// The request body without notifications, QA mode or trace: what Target decides, and what the on-device
@@ -108,19 +181,33 @@ public struct DeliveryCodec: Sendable {
 
     /// The body, with the notifications' prepared bytes spliced in as the last member.
     static func encode(_ body: JSONObject, notifications: [DisplayNotification]) -> [UInt8] {
-        let itemBytes = notifications.reduce(0) { total, item in total + item.withEncoded { $0.count } + 1 }
-        var writer = JSONWriter(reservingCapacity: 512 + itemBytes)
+        var writer = JSONWriter(reservingCapacity: 512 + notificationBytes(notifications))
         writer.write(.object(body))
         guard !notifications.isEmpty else { return writer.bytes }
         // `body` always has members (requestId, context), so the closing brace becomes a comma.
         writer.bytes.removeLast()
-        writer.appendASCII(#","notifications":["#)
-        for (offset, notification) in notifications.enumerated() {
-            if offset > 0 { writer.appendASCII(",") }
-            notification.withEncoded { writer.bytes.append(contentsOf: $0) }
-        }
-        writer.appendASCII("]}")
+        append(notifications, to: &writer.bytes)
         return writer.bytes
+    }
+
+    /// The bytes `append` adds, at most.
+    static func notificationBytes(_ notifications: [DisplayNotification]) -> Int {
+        notifications.reduce(#","notifications":[]}"#.utf8.count) { total, item in
+            total + item.withEncoded { $0.count } + 1
+        }
+    }
+
+    /// `,"notifications":[…]}` after a body's last member: the notifications' prepared bytes, and the body's
+    /// closing brace.
+    static func append(_ notifications: [DisplayNotification], to bytes: inout [UInt8]) {
+        let member: StaticString = #","notifications":["#
+        member.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        for index in notifications.indices {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            notifications[index].withEncoded { bytes.append(contentsOf: $0) }
+        }
+        bytes.append(UInt8(ascii: "]"))
+        bytes.append(UInt8(ascii: "}"))
     }
 
     /// `{serverURL or edge host}/rest/v1/delivery?client=…&sessionId=…`.

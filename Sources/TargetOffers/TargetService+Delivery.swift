@@ -173,17 +173,7 @@ extension TargetService {
         let identity = visitor.begin()
         let now = clock.now()
         let (preview, previewGeneration) = previewBox.withLock { ($0.active(at: now), $0.generation) }
-        let request = DeliveryCodec(configuration: configuration).request(
-            prefetch: work.prefetch,
-            execute: work.execute,
-            profileParameters: work.profile,
-            notifications: batch,
-            property: work.property,
-            visitor: identity,
-            timeOffsetInMinutes: TimeZone.current.secondsFromGMT() / 60,
-            qaModeToken: preview?.token,
-            trace: work.trace
-        )
+        let request = deliveryRequest(work, notifications: batch, visitor: identity, qaModeToken: preview?.token)
         let started = ContinuousClock.now
         let result: Result<DeliveryResponse, DeliveryFailure>
         do {
@@ -257,6 +247,47 @@ extension TargetService {
             }
         }
         return result
+    }
+}
+
+extension TargetService {
+    /// The request for `work` and `batch`: for notifications alone, from the template kept while the
+    /// configuration, the visitor's identity, the property and the time zone stay (`NotificationsTemplate`).
+    fileprivate func deliveryRequest(
+        _ work: DeliveryWork,
+        notifications batch: [DisplayNotification],
+        visitor identity: VisitorSession.Snapshot,
+        qaModeToken: String?
+    ) -> HTTPRequest {
+        let configuration = self.configuration
+        let timeOffsetInMinutes = TimeZone.current.secondsFromGMT() / 60
+        guard work.prefetch.isEmpty, work.execute.isEmpty, work.profile.isEmpty, work.trace == nil,
+            qaModeToken == nil, !batch.isEmpty
+        else {
+            return DeliveryCodec(configuration: configuration).request(
+                prefetch: work.prefetch,
+                execute: work.execute,
+                profileParameters: work.profile,
+                notifications: batch,
+                property: work.property,
+                visitor: identity,
+                timeOffsetInMinutes: timeOffsetInMinutes,
+                qaModeToken: qaModeToken,
+                trace: work.trace
+            )
+        }
+        let key = DeliveryCodec.NotificationsTemplate.Key(
+            configuration: configuration,
+            visitor: identity,
+            property: work.property,
+            timeOffsetInMinutes: timeOffsetInMinutes
+        )
+        if let kept = notificationsTemplate.withLock({ $0 }), kept.key == key {
+            return kept.request(notifications: batch)
+        }
+        let template = DeliveryCodec.NotificationsTemplate(key)
+        notificationsTemplate.withLock { $0 = template }
+        return template.request(notifications: batch)
     }
 }
 

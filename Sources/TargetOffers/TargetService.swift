@@ -80,6 +80,8 @@ public final class TargetService: Sendable {
     let publish: @Sendable (EventTopic, JSONObject) -> Void
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
+    /// The request a batch of display notifications alone is made from, while what it was made from holds.
+    let notificationsTemplate = Mutex<DeliveryCodec.NotificationsTemplate?>(nil)
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
     /// by its age once the real time is known. Only displays before the first upstream response are here.
     let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])

@@ -491,6 +491,67 @@ func onDeviceService(
         #expect(url.hasPrefix("http://localhost:8088/rest/v1/delivery?"))
     }
 
+    /// A batch of notifications alone is made from a template: byte for byte the general request but for its
+    /// `requestId`, new for each request, in every shape of identity, property and configuration.
+    @Test func aRequestFromTheTemplateIsTheGeneralRequestWithItsOwnRequestID() throws {
+        var configured = TargetConfiguration(clientCode: "ac me", serverURL: "http://127.0.0.1:8088")
+        configured.environmentId = 7
+        configured.propertyToken = "prop"
+        configured.analyticsLogging = "client_side"
+        let visitors = [
+            visitor,
+            VisitorSession.Snapshot(sessionId: "s 2", tntId: nil, edgeHost: "localhost", sessionAge: .seconds(3)),
+            VisitorSession.Snapshot(
+                sessionId: "s-3",
+                tntId: "t",
+                edgeHost: nil,
+                thirdPartyId: "third",
+                marketingCloudVisitorId: "mcid",
+                customerIds: [CustomerId(id: "c", integrationCode: "code", authenticatedState: "authenticated")],
+                sessionAge: .zero
+            ),
+        ]
+        let batch = ["a", "b"].map { name in
+            DisplayNotification.display(
+                of: offer(name),
+                targeting: MboxTargeting(),
+                profileParameters: [],
+                timestampMs: 1_800_000_000_000
+            )
+        }
+        for configuration in [configured, TargetConfiguration(clientCode: "acme")] {
+            for identity in visitors {
+                for property in [nil, "other-property"] {
+                    let key = DeliveryCodec.NotificationsTemplate.Key(
+                        configuration: configuration,
+                        visitor: identity,
+                        property: property,
+                        timeOffsetInMinutes: -90
+                    )
+                    let template = DeliveryCodec.NotificationsTemplate(key)
+                    let general = DeliveryCodec(configuration: configuration).request(
+                        notifications: batch,
+                        property: property,
+                        visitor: identity,
+                        timeOffsetInMinutes: -90
+                    )
+                    let first = template.request(notifications: batch)
+                    let second = template.request(notifications: Array(batch.prefix(1)))
+                    #expect(first.url == general.url && first.timeout == general.timeout)
+                    #expect(first.headers.map { $0.name } == general.headers.map { $0.name })
+                    #expect(first.headers.map { $0.value } == general.headers.map { $0.value })
+                    let offset = DeliveryCodec.NotificationsTemplate.requestIDOffset
+                    func id(_ body: [UInt8]) -> String { String(decoding: body[offset..<(offset + 36)], as: UTF8.self) }
+                    func withoutID(_ body: [UInt8]) -> [UInt8] { Array(body[..<offset] + body[(offset + 36)...]) }
+                    #expect(try JSONReader.read(first.body)["requestId"]?.stringValue == id(first.body))
+                    #expect(withoutID(first.body) == withoutID(general.body))
+                    #expect(id(first.body) != id(second.body) && id(first.body) != id(general.body))
+                    #expect(try JSONReader.read(second.body)["notifications"]?.arrayValue?.count == 1)
+                }
+            }
+        }
+    }
+
     @Test(arguments: [
         (HTTPResponse(status: 503, body: []), "status"),
         (HTTPResponse(status: 200, body: Array("garbage".utf8)), "unparseable"),
