@@ -380,10 +380,19 @@ public enum DeliveryFailure: Error, Sendable, Hashable {
 }
 
 extension DeliveryResponse {
-    /// Reads an HTTP response; anything but a 200 with a readable body is a `DeliveryFailure`.
-    public static func decode(_ response: HTTPResponse) throws(DeliveryFailure) -> DeliveryResponse {
+    /// Reads an HTTP response; anything but a 200 with a readable body is a `DeliveryFailure`. `sent` is the
+    /// notifications the request carried: an answer confirming them as sent is matched against them in place.
+    public static func decode(
+        _ response: HTTPResponse,
+        sent: [DisplayNotification] = []
+    ) throws(DeliveryFailure) -> DeliveryResponse {
         // The answer to a batch of notifications, in one pass (the general reader below says the same).
-        if response.status == 200, let answer = NotificationAnswer.read(response.body) {
+        if response.status == 200,
+            let answer = NotificationAnswer.read(
+                response.body,
+                sent: sent.isEmpty ? nil : (sent.count, { index, bytes in sent[index].idLength(at: bytes) })
+            )
+        {
             return DeliveryResponse(
                 tntId: answer.tntId,
                 edgeHost: answer.edgeHost,

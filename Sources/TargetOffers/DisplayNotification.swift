@@ -2,6 +2,12 @@ import PreflightCore
 import PreflightProtocol
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A notification for Target: a prefetched mbox was shown (`display`), or an offer was clicked (`click`).
 ///
 /// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
@@ -72,6 +78,20 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     public func withIDBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if var stored = fields.storedID { return stored.withUTF8(body) }
         return fields.withItem { body(UnsafeBufferPointer(rebasing: $0[fields.idBytes])) }
+    }
+
+    /// How many bytes at the start of `bytes` are this notification's generated id (its 36 hex digits and dashes,
+    /// compared in place); nil when they are not, and for an id read from a journal or a test, which is left to
+    /// be read as JSON (`NotificationAnswer.read`'s `sent`).
+    func idLength(at bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard fields.storedID == nil else { return nil }
+        let range = fields.idBytes
+        return fields.withItem { item in
+            guard bytes.count >= range.count, let start = bytes.baseAddress,
+                memcmp(start, item.baseAddress! + range.lowerBound, range.count) == 0
+            else { return nil }
+            return range.count
+        }
     }
 
     /// Writes the id as a JSON string: a generated id's bytes as they are (hex digits and dashes).

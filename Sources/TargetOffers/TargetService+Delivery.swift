@@ -179,7 +179,7 @@ extension TargetService {
         do {
             let response = try await transport.send(request)
             result = Result { () throws(DeliveryFailure) in
-                var decoded = try DeliveryResponse.decode(response)
+                var decoded = try DeliveryResponse.decode(response, sent: batch)
                 decoded.previewGeneration = previewGeneration
                 return decoded
             }

@@ -94,6 +94,53 @@ import UpstreamHTTP
         }
         #expect(accepted > 100)
     }
+
+    /// A batch's answer matched against the ids the request carried reads exactly as the answer read alone, on
+    /// the plain answer and on every mutation of it: another order, a subset, an id changed, whitespace.
+    @Test func anAnswerMatchedAgainstTheBatchSentReadsAsTheAnswerAlone() throws {
+        let batch = (0..<3).map { index in
+            DisplayNotification.display(
+                of: offer("m\(index)"),
+                targeting: MboxTargeting(),
+                profileParameters: [],
+                timestampMs: 1_800_000_000_000
+            )
+        }
+        func answer(_ ids: [String], separator: String = "") -> [UInt8] {
+            let items = ids.map { #"{"id":"\#($0)"}"# }.joined(separator: "," + separator)
+            return Array(#"{"status":200,"requestId":"r-1","notifications":[\#(items)]}"#.utf8)
+        }
+        func read(_ body: [UInt8], sent: [DisplayNotification]) -> DeliveryResponse? {
+            try? DeliveryResponse.decode(HTTPResponse(status: 200, body: body), sent: sent)
+        }
+        let ids = batch.map(\.id)
+        let whole = answer(ids)
+        #expect(read(whole, sent: batch)?.acknowledgedNotificationIds == AcknowledgedIDs(ids))
+        for body in [
+            whole, answer(ids.reversed()), answer(Array(ids.prefix(2))), answer(ids + ["extra"]), answer([]),
+            answer(ids, separator: " "), answer(["x"] + ids.dropFirst()),
+        ] {
+            let alone = try #require(read(body, sent: []))
+            #expect(read(body, sent: batch).map { same($0, alone) } == true, "\(String(decoding: body, as: UTF8.self))")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(#"{}[]:,"\ 0-.eE1a"#.utf8) + [0x00, 0xC3, 0x7F]
+        for _ in 0..<20_000 {
+            var body = whole
+            let position = Int.random(in: 0..<body.count, using: &generator)
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0: body[position] = alphabet.randomElement(using: &generator)!
+            case 1: body.remove(at: position)
+            default: body.insert(alphabet.randomElement(using: &generator)!, at: position)
+            }
+            let alone = read(body, sent: [])
+            let matched = read(body, sent: batch)
+            #expect(
+                (alone == nil && matched == nil) || (alone != nil && matched != nil && same(alone!, matched!)),
+                "\(String(decoding: body, as: UTF8.self))"
+            )
+        }
+    }
 }
 
 /// The confirmed ids kept as bytes: each read back as it was, and compared with a batch's id byte by byte.
