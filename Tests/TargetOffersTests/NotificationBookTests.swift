@@ -36,6 +36,26 @@ import Testing
         #expect(book.take(max: 10).map(\.id) == ["e"] && book.pending.isEmpty)
     }
 
+    /// Batches in flight side by side, taken out of order (a failed older batch taken again after a newer one),
+    /// settled in any order or in part: each notification is found where it is, and only there.
+    @Test func notificationsInFlightAreFoundWhateverOrderTheirBatchesTakeAndSettle() {
+        let made = (0..<12).map { notification("n\($0)") }
+        var inFlight = InFlightNotifications()
+        inFlight.insert(Array(made[4..<8]))
+        inFlight.insert(Array(made[8..<12]))
+        inFlight.insert(Array(made[0..<4]).reversed())
+        #expect(inFlight.items.map(\.serial) == made.map(\.serial))
+        inFlight.remove(Array(made[0..<4]))  // at the front: the run removed whole
+        #expect(inFlight.items.map(\.id) == made[4...].map(\.id))
+        inFlight.remove([made[9], made[2], made[11]])  // one settled already, two from the middle and the end
+        #expect(inFlight.items.map(\.id) == ["n4", "n5", "n6", "n7", "n8", "n10"])
+        #expect(!inFlight.remove(made[9]) && inFlight.remove(made[6]) && inFlight.count == 5)
+        inFlight.remove(Array(made[4..<9]))
+        #expect(inFlight.items.map(\.id) == ["n10"])
+        inFlight.removeAll()
+        #expect(inFlight.isEmpty)
+    }
+
     @Test func overCapacityTheOldestPendingIsDroppedAndItsIdReturnedForTheJournal() {
         var book = NotificationBook(capacity: 2)
         #expect(book.enqueue(notification("a")).isEmpty)
