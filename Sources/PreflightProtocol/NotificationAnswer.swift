@@ -137,14 +137,6 @@ extension FastScanner {
         return true
     }
 
-    /// Consumes `literal` if it is next, whitespace not skipped.
-    private mutating func skip(_ literal: StaticString) -> Bool {
-        let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count, matches(index..<(index + count), literal) else { return false }
-        index += count
-        return true
-    }
-
     /// An object of at most eight members whose values are all plain strings; where the value of `wanted`
     /// lies (`.some(nil)` when absent); nil when it is not such an object. Keys are compared as bytes, kept
     /// on the stack: no string is made but the one wanted.

@@ -218,6 +218,49 @@ import Testing
         }
     }
 
+    /// The load as the clients write it is read with its fixed parts compared whole; on every prefix and one-byte
+    /// change of it, what that reads (a load, or no load at all) is what the member-by-member reader reads.
+    @Test func theLoadAsClientsWriteItReadsAsMemberByMember() {
+        let written = Array(
+            #"{"v":1,"id":"load-1","cmd":"loadRequests","args":{"requests":[{"name":"bench-offer","defaultContent":"none"}]}}"#
+                .utf8
+        )
+        var outcomes = (loads: 0, others: 0)
+        func check(_ body: [UInt8]) {
+            body.withUnsafeBufferPointer { buffer in
+                var compared = FastScanner(bytes: buffer, limits: limits)
+                var members = FastScanner(bytes: buffer, limits: limits)
+                let read = members.plainLoad()
+                switch compared.writtenPlainLoad() {
+                case .load(let load):
+                    outcomes.loads += 1
+                    #expect(load == read, "\(String(decoding: body, as: UTF8.self))")
+                case .other:
+                    outcomes.others += 1
+                    #expect(read == nil, "\(String(decoding: body, as: UTF8.self))")
+                case .unknown:
+                    break
+                }
+            }
+        }
+        let replacements: [UInt8] = Array(#"{}[]",:\ 01-tnu"#.utf8) + [0x00, 0x0A, 0x7F, 0xC3, 0xFF]
+        for end in 0...written.count { check(Array(written[..<end])) }
+        for position in written.indices {
+            for replacement in replacements where replacement != written[position] {
+                var mutated = written
+                mutated[position] = replacement
+                check(mutated)
+                mutated.insert(replacement, at: position)
+                check(mutated)
+            }
+            var shorter = written
+            shorter.remove(at: position)
+            check(shorter)
+        }
+        check(Array(#"{"v":1,"id":"p","cmd":"ping"}"#.utf8))
+        #expect(outcomes.loads > 100 && outcomes.others > 10)
+    }
+
     /// A deterministic sweep in the spirit of the fuzzer: every prefix of each plain body, and each
     /// body with every byte replaced by characters that change JSON's meaning.
     @Test func agreesWithTheGeneralPathOnEveryPrefixAndOneByteMutation() {
