@@ -182,6 +182,13 @@ struct FastScanner {
         return .load(PlainLoad(id: id, name: name, defaultContent: defaultContent))
     }
 
+    /// Consumes `byte` if it is next (no whitespace skipped; `take` skips it).
+    mutating func skip(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
     /// Consumes `literal` if its bytes are next (no whitespace skipped).
     mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount

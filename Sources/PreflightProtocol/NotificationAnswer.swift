@@ -130,13 +130,6 @@ extension FastScanner {
         return ids
     }
 
-    /// Consumes `byte` if it is next, whitespace not skipped.
-    private mutating func skip(_ byte: UInt8) -> Bool {
-        guard index < bytes.count, bytes[index] == byte else { return false }
-        index += 1
-        return true
-    }
-
     /// An object of at most eight members whose values are all plain strings; where the value of `wanted`
     /// lies (`.some(nil)` when absent); nil when it is not such an object. Keys are compared as bytes, kept
     /// on the stack: no string is made but the one wanted.
