@@ -38,7 +38,7 @@ public final class Entitlement: Sendable {
     let saving = Mutex(())
     let clock: any AgentClock
     let logger: Logger
-    let publish: @Sendable (_ topic: EventTopic, _ body: JSONObject) -> Void
+    let publish: EventPublisher
     let stateDirectory: String
 
     /// - Parameters:
@@ -55,7 +55,7 @@ public final class Entitlement: Sendable {
         stateDirectory: String,
         clock: any AgentClock = SystemClock(),
         logger: Logger,
-        publish: @escaping @Sendable (_ topic: EventTopic, _ body: JSONObject) -> Void
+        publish: EventPublisher
     ) {
         let device = DeviceIdentity.resolve(configuration, stateDirectory: stateDirectory, logger: logger)
         let credentials = Credentials(
@@ -147,7 +147,10 @@ public final class Entitlement: Sendable {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
         let found: (mvpd: String, decisions: [ResourceDecision])? = state.withLock { state in
-            guard case .authenticated(let profile)? = state.requestors[command.requestor]?.session,
+            // The requestor found once, its state read and counted in place (`values[index]`): through
+            // `requestors[requestor]?` it was copied out to be read, and moved out and back to be counted.
+            guard let index = state.requestors.index(forKey: command.requestor),
+                case .authenticated(let profile) = state.requestors.values[index].session,
                 profile.isValid(atEpochMilliseconds: epoch)
             else { return nil }
             let ttl = state.configuration.decisionTTL
@@ -158,7 +161,7 @@ public final class Entitlement: Sendable {
                 guard let permit = state.cache.freshPermit(key, now: now, ttl: ttl) else { return nil }
                 decisions.append(permit)
             }
-            state.requestors[command.requestor]?.counters.record(.decisions(decisions), fromCache: decisions.count)
+            state.requestors.values[index].counters.record(.decisions(decisions), fromCache: decisions.count)
             return (profile.mvpd, decisions)
         }
         guard let (mvpd, decisions) = found else { return nil }
@@ -272,14 +275,21 @@ public final class Entitlement: Sendable {
         source: String,
         fromCache: Int
     ) {
+        publish(.authDecisions, Self.decisionsEvent(requestor, mvpd, decisions, source, fromCache))
+    }
+
+    private static func decisionsEvent(
+        _ requestor: String,
+        _ mvpd: String,
+        _ decisions: [ResourceDecision],
+        _ source: String,
+        _ fromCache: Int
+    ) -> JSONObject {
         let permitted = decisions.count(where: \.authorized)
-        publish(
-            .authDecisions,
-            [
-                "requestor": .string(requestor), "mvpd": .string(mvpd), "permitted": .integer(Int64(permitted)),
-                "denied": .integer(Int64(decisions.count - permitted)), "source": .string(source),
-                "fromCache": .integer(Int64(fromCache)),
-            ]
-        )
+        return [
+            "requestor": .string(requestor), "mvpd": .string(mvpd), "permitted": .integer(Int64(permitted)),
+            "denied": .integer(Int64(decisions.count - permitted)), "source": .string(source),
+            "fromCache": .integer(Int64(fromCache)),
+        ]
     }
 }

@@ -47,8 +47,23 @@ enum SessionState: Sendable, Hashable {
 
 /// Answer counters of one requestor, shown by `auth.list`.
 public struct AnswerCounters: Sendable, Hashable {
-    /// By outcome: `response`, `failure`.
-    public internal(set) var outcomes: [String: Int] = [:]
+    /// By outcome: `response`, `failure` (each there once counted).
+    public internal(set) var outcomes: [String: Int] {
+        get {
+            var outcomes: [String: Int] = [:]
+            if responses > 0 { outcomes["response"] = responses }
+            if failures > 0 { outcomes["failure"] = failures }
+            return outcomes
+        }
+        set {
+            responses = newValue["response"] ?? 0
+            failures = newValue["failure"] ?? 0
+        }
+    }
+    /// Kept as two numbers, not a dictionary: a `preauthorize` answered from the cache counts one without
+    /// hashing its outcome's name.
+    private var responses = 0
+    private var failures = 0
     /// By status code: the agent's codes, Adobe's top-level codes, and item-level error codes.
     public internal(set) var codes: [String: Int] = [:]
     public internal(set) var permitted = 0
@@ -58,7 +73,7 @@ public struct AnswerCounters: Sendable, Hashable {
 
     /// Counts one answer; `fromCache` is how many of its decisions came from the decision cache.
     mutating func record(_ answer: PreauthorizeAnswer, fromCache: Int) {
-        outcomes[answer.outcome, default: 0] += 1
+        if case .failure = answer { failures += 1 } else { responses += 1 }
         if let code = answer.statusCode { codes[code, default: 0] += 1 }
         if case .decisions(let decisions) = answer {
             for decision in decisions {

@@ -115,7 +115,7 @@ public final class Agent: Sendable {
             artifactTransport: upstream,
             clock: time,
             logger: logger,
-            publish: { topic, body in runtime.publish(topic, body) }
+            publish: runtime.events
         )
         let pass = Entitlement(
             configuration: configuration.pass.serviceConfiguration,
@@ -123,7 +123,7 @@ public final class Agent: Sendable {
             stateDirectory: configuration.agent.stateDirectory,
             clock: time,
             logger: logger,
-            publish: { topic, body in runtime.publish(topic, body) }
+            publish: runtime.events
         )
         let requestWork = RequestWorkService()
         let dispatcher = CommandDispatcher(
@@ -158,6 +158,7 @@ public final class Agent: Sendable {
                 handler: dispatcher,
                 maxBodyBytes: configuration.agent.maxBodyBytes,
                 logger: logger,
+                subscriptions: runtime.subscriptions,
                 tickInterval: tick,
                 onTick: onTick
             )

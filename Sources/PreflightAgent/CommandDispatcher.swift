@@ -65,13 +65,23 @@ public final class AgentRuntime: Sendable {
         set { state.withLock { $0.server = newValue } }
     }
 
-    /// Publishes an event with the fields every event carries. Callable from any thread.
-    public func publish(_ topic: EventTopic, _ fields: JSONObject) {
-        var body = fields
+    /// Publishes an event with the fields every event carries, if some subscriber receives its topic (the
+    /// fields are built only then). Callable from any thread.
+    public func publish(_ topic: EventTopic, _ fields: @autoclosure () -> JSONObject) {
+        guard subscriptions.wants(topic), let server else { return }
+        var body = fields()
         body["topic"] = .string(topic.topic)
         body["uptimeMs"] = .integer(uptimeMs)
-        server?.publish(topic: topic.topic, body: JSONWriter.encode(.object(body)))
+        server.publish(topic: topic.topic, body: JSONWriter.encode(.object(body)))
     }
+
+    /// How the services publish their events: through `publish(_:_:)`.
+    public var events: EventPublisher {
+        EventPublisher(wants: { [subscriptions] in subscriptions.wants($0) }, send: { self.publish($0, $1) })
+    }
+
+    /// The topics some subscriber receives, as the I/O thread learns them from the events socket.
+    public let subscriptions = EventSubscriptions()
 
     public var uptimeMs: Int64 {
         Int64((SystemClock.monotonicNanoseconds() - startedAtNanoseconds) / 1_000_000)
@@ -260,7 +270,7 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     /// Runs an app command: at once when it can be answered here, else as work for a task. A cached load
-    /// writes its whole reply to `reply` (`.written`).
+    /// writes its whole reply to `reply` (`.written`), as does a preauthorize the decision cache answers.
     private func perform(_ command: AppCommand, id: String, reply: inout JSONWriter) -> Outcome {
         switch command {
         case .ping:
@@ -288,10 +298,13 @@ public struct CommandDispatcher: RequestHandler {
             // A complete answer from the decision cache goes out from this thread; anything else waits
             // on Adobe Pass in a task.
             if let cached = pass.cachedResponse(for: command) {
-                return .now(.success(cached.json))
+                Reply.beginSuccess(id: id, in: &reply)
+                cached.write(to: &reply)
+                Reply.endSuccess(&reply)
+                return .now(.written)
             }
             let pass = self.pass
-            return .later { .success(await pass.preauthorize(command).json) }
+            return .later { .encoded(await pass.preauthorize(command).encoded) }
         case .entitlement(let command):
             return entitle(command)
         case .visitor(let command):

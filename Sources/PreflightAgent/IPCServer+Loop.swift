@@ -52,14 +52,17 @@ extension IPCServer {
     }
 
     func runLoop(_ sockets: Sockets) {
-        // Socket 0 the app endpoint, 1 the admin endpoint, 2 the ZAP handler when there is one; descriptor 0
-        // the wake-up signal of replies and events queued by other threads.
+        // Socket 0 the app endpoint, 1 the admin endpoint, 2 the events endpoint (its subscriptions), 3 the
+        // ZAP handler when there is one; descriptor 0 the wake-up signal of replies and events queued by other
+        // threads.
         let roles = [(index: 0, role: EndpointRole.app), (index: 1, role: EndpointRole.admin)]
-        let zapIndex = 2
+        let eventsIndex = 2
+        let zapIndex = 3
         var waiter: MessageWaiter
+        var prefixes = EventSubscriptions.Prefixes()
         do {
             waiter = try MessageWaiter(
-                sockets: [sockets.app, sockets.admin] + (sockets.zap.map { [$0] } ?? []),
+                sockets: [sockets.app, sockets.admin, sockets.events] + (sockets.zap.map { [$0] } ?? []),
                 fileDescriptors: [wakeUp.fileDescriptor]
             )
         } catch {
@@ -85,8 +88,16 @@ extension IPCServer {
                 // Each reply goes out before the next receive: the last receive found none waiting.
                 waiter.drained(zapIndex)
             }
-            if flushOutgoing(sockets) {
+            let flushed = flushOutgoing(sockets)
+            if flushed.routers {
                 for (index, _) in roles { waiter.used(index) }
+            }
+            if flushed.events || ready.socket(eventsIndex) {
+                // Every subscription waiting is read before the next wait: the socket is drained.
+                while let message = try? sockets.events.receive(dontWait: true) {
+                    if let topics = prefixes.apply(message.first ?? []) { subscriptions.store(topics) }
+                }
+                waiter.drained(eventsIndex)
             }
             // The clock is read only while draining: this runs on every turn of the loop.
             let draining = shared.withLock { $0.admission.isDraining }
@@ -296,14 +307,16 @@ extension IPCServer {
         return frames
     }
 
-    /// Sends the replies and events other threads queued; true when it sent on the app or admin socket.
+    /// Sends the replies and events other threads queued; says whether it sent on the app or admin socket
+    /// (`routers`) and on the events socket.
     @discardableResult
-    func flushOutgoing(_ sockets: Sockets) -> Bool {
+    func flushOutgoing(_ sockets: Sockets) -> (routers: Bool, events: Bool) {
         let batch = shared.withLock { state -> [Outgoing] in
             defer { state.outgoing = [] }
             return state.outgoing
         }
         var usedRouters = false
+        var usedEvents = false
         for item in batch {
             switch item {
             case .reply(let role, let message, let deferred):
@@ -311,6 +324,7 @@ extension IPCServer {
                 send(message, on: sockets.socket(for: role), role: role)
                 usedRouters = true
             case .event(let topic, let body):
+                usedEvents = true
                 do {
                     try sockets.events.send([Array(topic.utf8), body], dontWait: true)
                     shared.withLock { $0.counters.eventsPublished += 1 }
@@ -319,7 +333,7 @@ extension IPCServer {
                 }
             }
         }
-        return usedRouters
+        return (usedRouters, usedEvents)
     }
 
     func send(_ message: RouterMessage, on socket: ZeroMQSocket, role: EndpointRole) {

@@ -78,16 +78,20 @@ public final class IPCServer: ReplySink {
     /// must prove the loop is alive, such as the systemd watchdog.
     let onTick: (@Sendable () -> Void)?
     let tickInterval: Duration
+    /// The topics some subscriber receives, kept up to date by the I/O thread.
+    public let subscriptions: EventSubscriptions
 
     public init(
         endpoints: Endpoints,
         handler: any RequestHandler,
         maxBodyBytes: Int,
         logger: Logger,
+        subscriptions: EventSubscriptions = EventSubscriptions(),
         tickInterval: Duration = .seconds(1),
         onTick: (@Sendable () -> Void)? = nil
     ) throws(AgentError) {
         self.endpoints = endpoints
+        self.subscriptions = subscriptions
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         self.logger = logger

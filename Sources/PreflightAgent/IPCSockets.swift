@@ -53,7 +53,9 @@ extension IPCServer {
             context = try ZeroMQContext(ioThreads: 1)
             app = try context.makeSocket(.router)
             admin = try context.makeSocket(.router)
-            events = try context.makeSocket(.pub)
+            // An XPUB, so that the I/O thread learns what is subscribed to (`EventSubscriptions`); to a SUB it is
+            // a PUB.
+            events = try context.makeSocket(.xpub)
             // Bodies somewhat over the limit still get a payload_too_large reply; beyond twice the limit
             // libzmq drops the connection instead of buffering an arbitrarily large message.
             let maxMessage = Int64(maxBodyBytes) * 2 + 4096

@@ -6,26 +6,54 @@ import PreflightProtocol
 
 extension PreauthorizeAnswer {
     /// The PreauthorizeResponse: `outcome`, one `resources` element per requested resource (none with a
-    /// `status`), and the `status` of a top-level Adobe Pass error or of an agent-side failure.
-    var json: JSONValue {
+    /// `status`), and the `status` of a top-level Adobe Pass error or of an agent-side failure. Written
+    /// straight out, not made a tree first: an answer from the decision cache is written on the I/O thread
+    /// into the reply being made.
+    func write(to writer: inout JSONWriter) {
+        writer.appendASCII(#"{"outcome":"#)
+        writer.writeString(outcome)
+        writer.appendASCII(#","resources":["#)
         switch self {
         case .decisions(let decisions):
-            return ["outcome": .string(outcome), "resources": .array(decisions.map(\.json))]
+            for (index, decision) in decisions.enumerated() {
+                if index > 0 { writer.appendASCII(",") }
+                decision.write(to: &writer)
+            }
+            writer.appendASCII("]}")
         case .adobeError(let status):
-            return ["outcome": .string(outcome), "resources": [], "status": status.json]
+            writer.appendASCII(#"],"status":"#)
+            writer.write(status.json)
+            writer.appendASCII("}")
         case .failure(let failure):
-            return ["outcome": .string(outcome), "resources": [], "status": failure.json]
+            writer.appendASCII(#"],"status":"#)
+            writer.write(failure.json)
+            writer.appendASCII("}")
         }
+    }
+
+    /// `write(to:)`'s bytes.
+    var encoded: [UInt8] {
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.bytes
     }
 }
 
 extension ResourceDecision {
     /// `{"id", "authorized"}`, with Adobe's `source` and item-level `error` when it sent them.
-    var json: JSONValue {
-        var object: JSONObject = ["id": .string(resource), "authorized": .bool(authorized)]
-        if let source { object["source"] = .string(source) }
-        if let error { object["error"] = error.json }
-        return .object(object)
+    func write(to writer: inout JSONWriter) {
+        writer.appendASCII(#"{"id":"#)
+        writer.writeString(resource)
+        writer.appendASCII(authorized ? #","authorized":true"# : #","authorized":false"#)
+        if let source {
+            writer.appendASCII(#","source":"#)
+            writer.writeString(source)
+        }
+        if let error {
+            writer.appendASCII(#","error":"#)
+            writer.write(error.json)
+        }
+        writer.appendASCII("}")
     }
 }
 

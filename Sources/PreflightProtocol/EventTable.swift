@@ -96,3 +96,47 @@ public enum EventTopic: String, CaseIterable, Sendable {
             .joined(separator: "\n")
     }
 }
+
+extension EventTopic {
+    /// The topic's bit in a set of topics (`EventTopic.allCases` order; there are fewer than 64).
+    public var bit: UInt64 { Self.bits[self] ?? 0 }
+
+    private static let bits: [EventTopic: UInt64] = Dictionary(
+        uniqueKeysWithValues: allCases.enumerated().map { ($0.element, UInt64(1) << UInt64($0.offset)) }
+    )
+
+    /// The topics a subscription to `prefix` receives: those whose topic frame starts with it (ZeroMQ's
+    /// subscriptions match prefixes of the first frame), as a set of `bit`s.
+    public static func bits(matching prefix: some Collection<UInt8>) -> UInt64 {
+        allCases.reduce(0) { set, topic in topic.topic.utf8.starts(with: prefix) ? set | topic.bit : set }
+    }
+}
+
+/// How a service publishes an event: the body is built, and the event sent, only when some subscriber
+/// wants the topic. An event nobody receives costs a check; building and encoding its body cost about
+/// 12,000 instructions for `auth.decisions`, on every `preauthorize` answered from the cache.
+public struct EventPublisher: Sendable {
+    private let wants: @Sendable (EventTopic) -> Bool
+    private let send: @Sendable (EventTopic, JSONObject) -> Void
+
+    /// - Parameters:
+    ///   - wants: whether some subscriber receives the topic; called from any thread.
+    ///   - send: sends the event (topic, body without the fields every event carries); from any thread,
+    ///     never under a service's lock.
+    public init(
+        wants: @escaping @Sendable (EventTopic) -> Bool = { _ in true },
+        send: @escaping @Sendable (EventTopic, JSONObject) -> Void
+    ) {
+        self.wants = wants
+        self.send = send
+    }
+
+    /// Publishes nothing.
+    public static let none = EventPublisher(wants: { _ in false }, send: { _, _ in })
+
+    /// Publishes `topic` with `body`, built only if some subscriber wants it.
+    public func callAsFunction(_ topic: EventTopic, _ body: @autoclosure () -> JSONObject) {
+        guard wants(topic) else { return }
+        send(topic, body())
+    }
+}

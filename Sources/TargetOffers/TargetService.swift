@@ -77,7 +77,7 @@ public final class TargetService: Sendable {
     let clock: any AgentClock
     public let time: UpstreamTime
     let logger: Logger
-    let publish: @Sendable (EventTopic, JSONObject) -> Void
+    let publish: EventPublisher
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
     /// The request a batch of display notifications alone is made from, while what it was made from holds.
@@ -120,7 +120,7 @@ public final class TargetService: Sendable {
         artifactTransport: (any HTTPTransport)? = nil,
         clock: any AgentClock = SystemClock(),
         logger: Logger,
-        publish: @escaping @Sendable (EventTopic, JSONObject) -> Void
+        publish: EventPublisher
     ) {
         self.configurationBox = Mutex(configuration)
         self.transport = transport

@@ -12,6 +12,10 @@ public enum SocketType: Sendable {
     case router
     /// `ZMQ_PUB`: publisher; drops messages for subscribers that are slow or absent.
     case pub
+    /// `ZMQ_XPUB`: a publisher that also receives its subscribers' subscriptions, one message each:
+    /// `1` or `0` (subscribe, unsubscribe) then the prefix; a prefix's first subscription and its last
+    /// unsubscription only (a subscriber's subscriptions end when it goes).
+    case xpub
     /// `ZMQ_SUB`: subscriber; receives nothing until it subscribes.
     case sub
 
@@ -22,6 +26,7 @@ public enum SocketType: Sendable {
         case .dealer: ZMQ_DEALER
         case .router: ZMQ_ROUTER
         case .pub: ZMQ_PUB
+        case .xpub: ZMQ_XPUB
         case .sub: ZMQ_SUB
         }
     }

@@ -170,6 +170,42 @@ import ZeroMQ
             return topics.contains("agent.stopping")
         }
     }
+
+    /// The events socket tells the agent what is subscribed to: an event no subscriber's prefix matches is not
+    /// built or sent (`status`'s `eventsPublished` counts those sent), and one stops being sent when its last
+    /// subscriber goes.
+    @Test func publishesOnlyTopicsSomeSubscriberReceives() throws {
+        let agent = try AgentProcess()
+        let app = try RawClient(endpoint: agent.appEndpoint, type: .req)
+        let admin = try RawClient(endpoint: agent.adminEndpoint, type: .req)
+        func published() throws -> Double {
+            try #require(admin.call("status").result?["ipc"]?["eventsPublished"]?.doubleValue)
+        }
+        func clearingPublishes() throws -> Bool {
+            let before = try published()
+            _ = try app.call("clearPrefetchCache")
+            return try published() > before
+        }
+        let context = try ZeroMQContext()
+        // Nobody subscribes: nothing is published, `agent.ready` included.
+        #expect(try published() == 0)
+        #expect(try !clearingPublishes())
+        let auth = try context.makeSocket(.sub)
+        defer { auth.close() }
+        try auth.setOption(.subscribe(Array("auth.".utf8)))
+        try auth.connect(agent.eventsEndpoint)
+        let offers = try context.makeSocket(.sub)
+        try offers.setOption(.subscribe(Array("offers.".utf8)))
+        try offers.connect(agent.eventsEndpoint)
+        try waitUntil("offers.cleared to be published once `offers.` is subscribed to") { try clearingPublishes() }
+        var items = [PollItem(socket: offers, events: .readable)]
+        #expect(try poll(&items, timeout: .seconds(10)) > 0)
+        #expect(try offers.receive().first == Array("offers.cleared".utf8))
+        // Its only subscriber gone, `offers.cleared` is no longer published; `auth.` does not match it.
+        offers.close()
+        try waitUntil("offers.cleared to stop once its subscriber is gone") { try !clearingPublishes() }
+        #expect(try !clearingPublishes())
+    }
 }
 
 @Suite struct ConfigurationProcessTests {

@@ -135,14 +135,14 @@ final class InProcessIPC: ReplySink {
             transport: transport,
             stateDirectory: nil,
             logger: logger,
-            publish: { _, _ in }
+            publish: .none
         )
         let pass = Entitlement(
             configuration: configuration.pass.serviceConfiguration,
             transport: transport,
             stateDirectory: folder,
             logger: logger,
-            publish: { _, _ in }
+            publish: .none
         )
         let work = RequestWorkService()
         let dispatcher = CommandDispatcher(

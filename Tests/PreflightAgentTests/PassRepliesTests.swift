@@ -18,7 +18,7 @@ struct PassRepliesTests {
             ResourceDecision(resource: "r2", authorized: false, error: error),
         ])
         #expect(
-            JSONWriter.string(answer.json)
+            String(decoding: answer.encoded, as: UTF8.self)
                 == #"{"outcome":"response","resources":[{"id":"r1","authorized":true},{"id":"r2","authorized":false,"#
                 + #""error":{"status":403,"code":"preauthorization_denied_by_mvpd","message":"The MVPD said no.","#
                 + #""action":"none"}}]}"#
@@ -31,7 +31,7 @@ struct PassRepliesTests {
             httpStatus: 400
         )
         #expect(
-            JSONWriter.string(PreauthorizeAnswer.adobeError(status).json)
+            String(decoding: PreauthorizeAnswer.adobeError(status).encoded, as: UTF8.self)
                 == #"{"outcome":"response","resources":[],"status":{"status":400,"code":"bad_request","trace":"t-1"}}"#
         )
     }
@@ -39,7 +39,7 @@ struct PassRepliesTests {
     @Test func anAgentSideFailureHasStatusZeroAndItsAction() {
         let answer = PreauthorizeAnswer.failure(.requestorNotOnThisBox("hbo"))
         #expect(
-            JSONWriter.string(answer.json)
+            String(decoding: answer.encoded, as: UTF8.self)
                 == #"{"outcome":"failure","resources":[],"status":{"status":0,"code":"requestor_not_configured","#
                 + #""message":"The requestor \"hbo\" is not configured on this box (pass.requestors).","#
                 + #""action":"retry"}}"#

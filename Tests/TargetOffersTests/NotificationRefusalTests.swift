@@ -110,7 +110,7 @@ private final class ValidatingDelivery: HTTPTransport {
             stateDirectory: nil,
             clock: time,
             logger: logger,
-            publish: { _, _ in }
+            publish: .none
         )
     }
 

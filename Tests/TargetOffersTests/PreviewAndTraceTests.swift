@@ -156,7 +156,7 @@ private final class PublishedEvents: Sendable {
     )
         -> TargetService
     {
-        targetService(transport, clock: clock) { events.record($0, $1) }
+        targetService(transport, clock: clock, publish: EventPublisher { events.record($0, $1) })
     }
 
     private func load(_ names: [String], from target: TargetService) -> Bool {

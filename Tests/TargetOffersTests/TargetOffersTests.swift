@@ -66,7 +66,7 @@ func onDeviceService(
         stateDirectory: folder,
         clock: clock,
         logger: logger,
-        publish: { _, _ in }
+        publish: .none
     )
 }
 
@@ -571,7 +571,7 @@ func onDeviceService(
 func targetService(
     _ transport: any HTTPTransport,
     clock: any AgentClock = manualClock(),
-    publish: @escaping @Sendable (EventTopic, JSONObject) -> Void = { _, _ in }
+    publish: EventPublisher = .none
 ) -> TargetService {
     TargetService(
         configuration: TargetConfiguration(clientCode: "acme", serverURL: "http://127.0.0.1:9"),

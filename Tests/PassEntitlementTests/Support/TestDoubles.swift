@@ -252,8 +252,8 @@ final class FakePass: HTTPTransport, Sendable {
 final class EventRecorder: Sendable {
     private let recorded = Mutex<[(topic: String, body: JSONObject)]>([])
 
-    var publish: @Sendable (EventTopic, JSONObject) -> Void {
-        { topic, body in self.recorded.withLock { $0.append((topic: topic.topic, body: body)) } }
+    var publish: EventPublisher {
+        EventPublisher { topic, body in self.recorded.withLock { $0.append((topic: topic.topic, body: body)) } }
     }
 
     var all: [(topic: String, body: JSONObject)] { recorded.withLock { $0 } }
