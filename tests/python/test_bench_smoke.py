@@ -47,6 +47,10 @@ def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
     assert economy["coalesced"]["calls"] == 1
     assert economy["notifications"]["notificationsDelivered"] == economy["notifications"]["loads"]
     assert results["sections"]["hol"]["details"]["validRuns"] >= 1
+    # Where the CPU went in each throughput run was read: the agent's I/O thread always works.
+    throughput = results["sections"]["throughput"]["details"]
+    runs = [summary for clients, summary in throughput.items() if clients.isdigit()]
+    assert runs and all(summary["cpuPerLoadMicroseconds"]["io"] > 0 for summary in runs), throughput
     steady = results["sections"]["steady"]["details"]
     assert steady["sent"] == steady["loads"] and steady["droppedOverflow"] == 0
 
