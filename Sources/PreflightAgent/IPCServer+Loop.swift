@@ -93,11 +93,17 @@ extension IPCServer {
                 for (index, _) in roles { waiter.used(index) }
             }
             if flushed.events || ready.socket(eventsIndex) {
-                // Every subscription waiting is read before the next wait: the socket is drained.
-                while let message = try? sockets.events.receive(dontWait: true) {
+                // Subscriptions, a bounded batch per turn like requests (a subscriber churning its
+                // subscriptions cannot hold the loop); drained when none is left.
+                var drained = false
+                for _ in 0..<256 {
+                    guard let message = try? sockets.events.receive(dontWait: true) else {
+                        drained = true
+                        break
+                    }
                     if let topics = prefixes.apply(message.first ?? []) { subscriptions.store(topics) }
                 }
-                waiter.drained(eventsIndex)
+                if drained { waiter.drained(eventsIndex) } else { waiter.used(eventsIndex) }
             }
             // The clock is read only while draining: this runs on every turn of the loop.
             let draining = shared.withLock { $0.admission.isDraining }
