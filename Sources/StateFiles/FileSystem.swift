@@ -62,32 +62,66 @@ public enum FileSystem {
     /// one: write a temporary file in the same directory with `mode`, fsync it, rename it over `path`,
     /// fsync the directory.
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t) throws(SystemCallError) {
-        let temporary = "\(path).tmp-\(getpid())"
-        let file = try OpenFile(
-            temporary,
-            options: [.create, .truncate],
-            permissions: FilePermissions(rawValue: CModeT(mode))
-        )
-        var failure: SystemCallError?
-        // The umask may have narrowed or (with a strange one) widened the mode given to open.
-        if fchmod(file.descriptor.rawValue, mode) != 0 {
-            failure = SystemCallError(call: "fchmod", path: temporary, errno: errno)
-        }
-        if failure == nil {
-            do throws(SystemCallError) { try file.writeAll(bytes) } catch { failure = error }
-        }
-        if failure == nil {
-            do throws(SystemCallError) { try file.sync() } catch { failure = error }
-        }
-        file.close()
-        if failure == nil && rename(temporary, path) != 0 {
-            failure = SystemCallError(call: "rename", path: path, errno: errno)
-        }
-        if let failure {
-            unlink(temporary)
-            throw failure
-        }
+        let replacement = try Replacement(bytes, for: path, mode: mode)
+        replacement.file.close()
+        try replacement.replace()
         syncDirectory(of: path)
+    }
+
+    /// `writeAtomically` in two steps, for a caller that must not hold a lock across the fsync: the
+    /// replacement is written and fsynced first (`init`, the slow part), may be appended to, and is renamed
+    /// over the file later (`replace`), or thrown away (`discard`). The file stays open, for appending,
+    /// under its new name.
+    public struct Replacement: Sendable {
+        public let path: String
+        let temporary: String
+        /// Open for appending (`O_APPEND`, so that truncating it later leaves no hole).
+        public let file: OpenFile
+
+        /// Writes `bytes` to a temporary file beside `path` with `mode`, and fsyncs it.
+        public init(_ bytes: [UInt8], for path: String, mode: mode_t) throws(SystemCallError) {
+            let temporary = "\(path).tmp-\(getpid())"
+            let file = try OpenFile(
+                temporary,
+                options: [.create, .truncate, .append],
+                permissions: FilePermissions(rawValue: CModeT(mode))
+            )
+            var failure: SystemCallError?
+            // The umask may have narrowed or (with a strange one) widened the mode given to open.
+            if fchmod(file.descriptor.rawValue, mode) != 0 {
+                failure = SystemCallError(call: "fchmod", path: temporary, errno: errno)
+            }
+            if failure == nil {
+                do throws(SystemCallError) { try file.writeAll(bytes) } catch { failure = error }
+            }
+            if failure == nil {
+                do throws(SystemCallError) { try file.sync() } catch { failure = error }
+            }
+            if let failure {
+                file.close()
+                unlink(temporary)
+                throw failure
+            }
+            self.path = path
+            self.temporary = temporary
+            self.file = file
+        }
+
+        /// Renames the replacement over the file (atomically); on failure it is removed. The caller makes
+        /// the rename durable with `syncDirectory(of:)` when it can wait for the disk.
+        public func replace() throws(SystemCallError) {
+            if rename(temporary, path) != 0 {
+                let failure = SystemCallError(call: "rename", path: path, errno: errno)
+                discard()
+                throw failure
+            }
+        }
+
+        /// Closes and removes the replacement, leaving the file as it was.
+        public func discard() {
+            file.close()
+            unlink(temporary)
+        }
     }
 
     /// Removes the temporary files `writeAtomically` left in `directory` when its process died mid-write
@@ -165,7 +199,8 @@ public enum FileSystem {
         return info.st_mode & 0o7777
     }
 
-    private static func syncDirectory(of path: String) {
+    /// Makes a rename in `path`'s directory durable across power loss (fsync of the directory; best effort).
+    public static func syncDirectory(of path: String) {
         let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
         let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }

@@ -18,7 +18,16 @@ struct NotificationJournal: Sendable {
     /// Lines gathered for the next `write(2)`.
     private var unwritten: [UInt8] = []
     private var unwrittenLines = 0
+    /// A compaction under way: what was written to the file since it began, for its replacement's tail.
+    private var compaction: Compaction?
     private let logger: Logger
+
+    private struct Compaction: Sendable {
+        var written: [UInt8] = []
+        var lines = 0
+        /// The file was truncated meanwhile (everything left): the replacement is stale.
+        var abandoned = false
+    }
 
     /// Opens the journal at `path` (nil: no journal, as in tests) after rewriting it to hold only
     /// `live`, atomically, so that the file starts as short as the queue.
@@ -116,6 +125,10 @@ struct NotificationJournal: Sendable {
             try file.writeAll(unwritten)
             dirty = true
             lines += unwrittenLines
+            if compaction != nil {
+                compaction?.written.append(contentsOf: unwritten)
+                compaction?.lines += unwrittenLines
+            }
         } catch {
             logger.error("cannot append to the notification journal", metadata: ["errno": "\(error.errno)"])
         }
@@ -137,33 +150,70 @@ struct NotificationJournal: Sendable {
         file != nil && lines + unwrittenLines > max(1000, 4 * live)
     }
 
-    /// Rewrites the file atomically (temporary file, fsync, rename) with only `live`, and appends from
-    /// there on. On failure the old file stays in use.
-    mutating func compact(keeping live: [DisplayNotification]) {
-        guard let path, let old = file else { return }
-        do {
-            try StateFile.atomicWrite(live.flatMap(Self.addLine), to: path, mode: 0o600)
+    /// Compaction rewrites the file atomically with only what is live, in three steps so that the queue's
+    /// lock is not held across the disk: `beginCompaction` (under the lock) commits and starts keeping what
+    /// is written from then on; `Self.prepareReplacement` (no lock) writes the live notifications to a
+    /// temporary file and fsyncs it; `finishCompaction` (under the lock) appends what was written meanwhile
+    /// (adds and acks, so a replay reads the same queue), renames it over the file and appends to it from
+    /// there on. On any failure the old file stays in use. Returns false when there is no file or a
+    /// compaction is already under way.
+    mutating func beginCompaction() -> Bool {
+        guard file != nil, compaction == nil else { return false }
+        commit()
+        compaction = Compaction()
+        return true
+    }
+
+    /// The replacement holding only `live`, written and fsynced; nil (logged) when it cannot be.
+    static func prepareReplacement(
+        keeping live: [DisplayNotification],
+        path: String,
+        logger: Logger
+    ) -> FileSystem.Replacement? {
+        do throws(SystemCallError) {
+            return try FileSystem.Replacement(live.flatMap(Self.addLine), for: path, mode: 0o600)
         } catch {
             logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
-            return
+            return nil
         }
-        let reopened: OpenFile
+    }
+
+    /// The journal's path, for `prepareReplacement`.
+    var filePath: String? { path }
+
+    /// Ends the compaction `beginCompaction` began, with `replacement` holding the `live` notifications of
+    /// then (nil: it could not be written). Returns whether the file was replaced; the caller then makes the
+    /// rename durable (`FileSystem.syncDirectory`) outside the lock.
+    mutating func finishCompaction(_ replacement: FileSystem.Replacement?, liveCount: Int) -> Bool {
+        // What is gathered now reaches the old file, and so the compaction's record of what was written.
+        commit()
+        let began = compaction
+        compaction = nil
+        guard let replacement else { return false }
+        guard let began, !began.abandoned, let old = file else {
+            replacement.discard()
+            return false
+        }
         do throws(SystemCallError) {
-            reopened = try OpenFile.appending(to: path)
+            try replacement.file.writeAll(began.written)
         } catch {
-            logger.error(
-                "cannot reopen the compacted notification journal; new notifications will not survive a restart",
-                metadata: ["errno": "\(error.errno)"]
-            )
-            return
+            replacement.discard()
+            logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
+            return false
+        }
+        do throws(SystemCallError) {
+            try replacement.replace()  // removes the replacement when it fails
+        } catch {
+            logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
+            return false
         }
         old.close()
-        file = reopened
-        lines = live.count
-        // The rewrite holds every live notification; lines not yet written are history now.
-        unwritten.removeAll(keepingCapacity: true)
-        unwrittenLines = 0
-        dirty = false
+        file = replacement.file
+        lines = liveCount + began.lines
+        // The lines written meanwhile reached the replacement without an fsync: the next `fileToSync()`
+        // makes them durable.
+        dirty = true
+        return true
     }
 
     /// With nothing live, a long history is dead weight: start the file afresh.
@@ -173,8 +223,10 @@ struct NotificationJournal: Sendable {
     }
 
     /// Starts the file afresh (nothing may be live): a box that opted out keeps no trace of what it showed.
+    /// A compaction under way is abandoned: its replacement holds what was live before.
     mutating func truncate() {
         guard let file else { return }
+        compaction?.abandoned = true
         if (try? file.truncate()) != nil {
             lines = 0
             dirty = true

@@ -1,6 +1,7 @@
 import Logging
 import PreflightCore
 import PreflightProtocol
+import StateFiles
 import Synchronization
 
 /// Display notifications not yet confirmed by Target.
@@ -45,9 +46,11 @@ public final class NotificationQueue: Sendable {
 
     private let state: Mutex<State>
     private let clock: any AgentClock
+    private let logger: Logger
 
     public init(journalPath: String?, capacity: Int, clock: any AgentClock, logger: Logger) {
         self.clock = clock
+        self.logger = logger
         let replayed = journalPath.map { NotificationJournal.replay(path: $0, logger: logger) } ?? []
         let journal = NotificationJournal(path: journalPath, live: replayed, logger: logger)
         self.state = Mutex(State(book: NotificationBook(capacity: capacity, replayed: replayed), journal: journal))
@@ -164,13 +167,19 @@ public final class NotificationQueue: Sendable {
     /// Rewrites the journal with only what is still queued once its history outgrows that several times
     /// over (Target unreachable, or displays outpacing sends, while overflow drops and acks pile up),
     /// so the file and the next start's replay stay proportional to the queue, not to the box's uptime.
-    /// Called from the sender's loop, not the I/O thread; the atomic rewrite (temp file, fsync, rename)
-    /// holds the queue's lock, so a load arriving meanwhile waits for it, about once per
-    /// `4 × capacity` displays while a backlog lasts.
+    /// Called from the sender's loop, not the I/O thread. The rewrite's slow part (writing what is live
+    /// and the fsync, milliseconds on a box's flash) runs without the queue's lock, so a load arriving
+    /// meanwhile does not wait for the disk; what is journaled meanwhile is carried into the new file.
     public func compactJournalIfLarge() {
-        state.withLock { state in
-            guard state.journal.isLarge(live: state.book.liveCount) else { return }
-            state.journal.compact(keeping: state.book.live)
+        let begun = state.withLock { state -> (live: [DisplayNotification], path: String)? in
+            guard state.journal.isLarge(live: state.book.liveCount), let path = state.journal.filePath,
+                state.journal.beginCompaction()
+            else { return nil }
+            return (state.book.live, path)
         }
+        guard let begun else { return }
+        let replacement = NotificationJournal.prepareReplacement(keeping: begun.live, path: begun.path, logger: logger)
+        let replaced = state.withLock { $0.journal.finishCompaction(replacement, liveCount: begun.live.count) }
+        if replaced { FileSystem.syncDirectory(of: begun.path) }
     }
 }

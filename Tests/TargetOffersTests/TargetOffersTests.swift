@@ -335,6 +335,63 @@ func onDeviceService(
         #expect(restored.contains("after") && restored.contains("m2999") && !restored.contains("m0"))
     }
 
+    /// The compaction's rewrite runs without the queue's lock (its fsync would hold up loads): what is journaled
+    /// meanwhile, adds and acks, reaches the new file, and a restart restores the same queue.
+    @Test func whatIsJournaledWhileACompactionWritesIsCarriedIntoTheNewFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        var journal = NotificationJournal(path: path, live: [], logger: logger)
+        let old = (0..<10).map { notification("old\($0)") }
+        for item in old { journal.add(item) }
+        journal.acknowledge(Array(old[0..<8]))
+        let began = journal.beginCompaction()
+        let again = journal.beginCompaction()
+        #expect(began && !again)  // one at a time
+        let replacement = NotificationJournal.prepareReplacement(keeping: Array(old[8...]), path: path, logger: logger)
+        // Meanwhile a load is journaled and committed, and a batch is confirmed but not yet committed.
+        journal.add(notification("new"))
+        journal.commit()
+        journal.acknowledge([old[8]])
+        let replaced = journal.finishCompaction(replacement, liveCount: 2)
+        #expect(replaced)
+        journal.add(notification("after"))
+        journal.commit()
+        journal.close()
+        let contents = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(contents.split(separator: "\n").count == 5)  // two live adds, "new", the ack, "after"
+        #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["old9", "new", "after"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["target-notifications.journal"])
+    }
+
+    /// A box that opts out while a compaction writes: the truncation wins, and the replacement (holding what
+    /// was live before) is thrown away.
+    @Test func aTruncationDuringACompactionAbandonsIt() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        var journal = NotificationJournal(path: path, live: [], logger: logger)
+        let old = (0..<3).map { notification("old\($0)") }
+        for item in old { journal.add(item) }
+        let began = journal.beginCompaction()
+        #expect(began)
+        let replacement = NotificationJournal.prepareReplacement(keeping: old, path: path, logger: logger)
+        journal.truncate()
+        journal.add(notification("later"))
+        let replaced = journal.finishCompaction(replacement, liveCount: old.count)
+        #expect(!replaced)
+        journal.close()
+        #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["later"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["target-notifications.journal"])
+        // A new compaction may begin once that one is over.
+        var reopened = NotificationJournal(path: path, live: [], logger: logger)
+        let beganAgain = reopened.beginCompaction()
+        let replacedWithNothing = reopened.finishCompaction(nil, liveCount: 0)
+        #expect(beganAgain && !replacedWithNothing)
+    }
+
     @Test func overflowDropsTheOldestAndCountsIt() {
         let queue = NotificationQueue(journalPath: nil, capacity: 2, clock: manualClock(), logger: logger)
         let first = notification("a")
