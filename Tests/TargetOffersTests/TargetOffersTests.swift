@@ -312,84 +312,96 @@ func onDeviceService(
         #expect(queue.summary.counters.lastError == "HTTP 503")
     }
 
-    @Test func theJournalIsCompactedToWhatIsStillQueued() throws {
+    /// Runs `body` with a fresh folder for a journal and the journal's path in it; removes the folder after.
+    private func inJournalFolder(_ body: (_ folder: String, _ path: String) throws -> Void) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = "\(folder)/target-notifications.journal"
-        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-        for index in 0..<3000 { queue.enqueue(notification("m\(index)")) }
-        let inFlight = queue.take(max: 10)
-        func lines() throws -> Int { try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count }
-        queue.commitJournal()
-        #expect(try lines() > 5000)  // an add per display and an ack per overflow drop
-        queue.compactJournalIfLarge()
-        #expect(try lines() == 100)
-        queue.enqueue(notification("after"))
-        queue.commitJournal()  // as the I/O thread does after each batch of requests
-        // A restart now restores exactly what was queued, the batch in flight included.
-        let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-        #expect(restarted.summary.pending == 100)
-        let restored = Set(restarted.take(max: 200).map(\.mboxName))
-        #expect(restored.isSuperset(of: inFlight.map(\.mboxName)))
-        #expect(restored.contains("after") && restored.contains("m2999") && !restored.contains("m0"))
+        try body(folder, "\(folder)/target-notifications.journal")
+    }
+
+    @Test func theJournalIsCompactedToWhatIsStillQueued() throws {
+        try inJournalFolder { folder, path in
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            for index in 0..<3000 { queue.enqueue(notification("m\(index)")) }
+            let inFlight = queue.take(max: 10)
+            func lines() throws -> Int {
+                try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count
+            }
+            queue.commitJournal()
+            let before = try lines()
+            #expect(before > 5000)  // an add per display and an ack per overflow drop
+            queue.compactJournalIfLarge()
+            let after = try lines()
+            #expect(after == 100)
+            queue.enqueue(notification("after"))
+            queue.commitJournal()  // as the I/O thread does after each batch of requests
+            // A restart now restores exactly what was queued, the batch in flight included.
+            let restarted = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            #expect(restarted.summary.pending == 100)
+            let restored = Set(restarted.take(max: 200).map(\.mboxName))
+            #expect(restored.isSuperset(of: inFlight.map(\.mboxName)))
+            #expect(restored.contains("after") && restored.contains("m2999") && !restored.contains("m0"))
+        }
     }
 
     /// The compaction's rewrite runs without the queue's lock (its fsync would hold up loads): what is journaled
     /// meanwhile, adds and acks, reaches the new file, and a restart restores the same queue.
     @Test func whatIsJournaledWhileACompactionWritesIsCarriedIntoTheNewFile() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = "\(folder)/target-notifications.journal"
-        var journal = NotificationJournal(path: path, live: [], logger: logger)
-        let old = (0..<10).map { notification("old\($0)") }
-        for item in old { journal.add(item) }
-        journal.acknowledge(Array(old[0..<8]))
-        let began = journal.beginCompaction()
-        let again = journal.beginCompaction()
-        #expect(began && !again)  // one at a time
-        let replacement = NotificationJournal.prepareReplacement(keeping: Array(old[8...]), path: path, logger: logger)
-        // Meanwhile a load is journaled and committed, and a batch is confirmed but not yet committed.
-        journal.add(notification("new"))
-        journal.commit()
-        journal.acknowledge([old[8]])
-        let replaced = journal.finishCompaction(replacement, liveCount: 2)
-        #expect(replaced)
-        journal.add(notification("after"))
-        journal.commit()
-        journal.close()
-        let contents = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(contents.split(separator: "\n").count == 5)  // two live adds, "new", the ack, "after"
-        #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["old9", "new", "after"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["target-notifications.journal"])
+        try inJournalFolder { folder, path in
+            var journal = NotificationJournal(path: path, live: [], logger: logger)
+            let old = (0..<10).map { notification("old\($0)") }
+            for item in old { journal.add(item) }
+            journal.acknowledge(Array(old[0..<8]))
+            let began = journal.beginCompaction()
+            let again = journal.beginCompaction()
+            #expect(began && !again)  // one at a time
+            let replacement = NotificationJournal.prepareReplacement(
+                keeping: Array(old[8...]),
+                path: path,
+                logger: logger
+            )
+            // Meanwhile a load is journaled and committed, and a batch is confirmed but not yet committed.
+            journal.add(notification("new"))
+            journal.commit()
+            journal.acknowledge([old[8]])
+            let replaced = journal.finishCompaction(replacement, liveCount: 2)
+            #expect(replaced)
+            journal.add(notification("after"))
+            journal.commit()
+            journal.close()
+            let contents = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(contents.split(separator: "\n").count == 5)  // two live adds, "new", the ack, "after"
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["old9", "new", "after"])
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder)
+            #expect(left == ["target-notifications.journal"])  // no replacement left behind
+        }
     }
 
     /// A box that opts out while a compaction writes: the truncation wins, and the replacement (holding what
     /// was live before) is thrown away.
     @Test func aTruncationDuringACompactionAbandonsIt() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pf-journal-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = "\(folder)/target-notifications.journal"
-        var journal = NotificationJournal(path: path, live: [], logger: logger)
-        let old = (0..<3).map { notification("old\($0)") }
-        for item in old { journal.add(item) }
-        let began = journal.beginCompaction()
-        #expect(began)
-        let replacement = NotificationJournal.prepareReplacement(keeping: old, path: path, logger: logger)
-        journal.truncate()
-        journal.add(notification("later"))
-        let replaced = journal.finishCompaction(replacement, liveCount: old.count)
-        #expect(!replaced)
-        journal.close()
-        #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["later"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["target-notifications.journal"])
-        // A new compaction may begin once that one is over.
-        var reopened = NotificationJournal(path: path, live: [], logger: logger)
-        let beganAgain = reopened.beginCompaction()
-        let replacedWithNothing = reopened.finishCompaction(nil, liveCount: 0)
-        #expect(beganAgain && !replacedWithNothing)
+        try inJournalFolder { folder, path in
+            var journal = NotificationJournal(path: path, live: [], logger: logger)
+            let old = (0..<3).map { notification("old\($0)") }
+            for item in old { journal.add(item) }
+            let began = journal.beginCompaction()
+            #expect(began)
+            let replacement = NotificationJournal.prepareReplacement(keeping: old, path: path, logger: logger)
+            journal.truncate()
+            journal.add(notification("later"))
+            let replaced = journal.finishCompaction(replacement, liveCount: old.count)
+            #expect(!replaced)
+            journal.close()
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["later"])
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder)
+            #expect(left == ["target-notifications.journal"])  // no replacement left behind
+            // A new compaction may begin once that one is over.
+            var reopened = NotificationJournal(path: path, live: [], logger: logger)
+            let beganAgain = reopened.beginCompaction()
+            let replacedWithNothing = reopened.finishCompaction(nil, liveCount: 0)
+            #expect(beganAgain && !replacedWithNothing)
+        }
     }
 
     @Test func overflowDropsTheOldestAndCountsIt() {
