@@ -68,16 +68,23 @@ public final class AgentRuntime: Sendable {
     /// Publishes an event with the fields every event carries, if some subscriber receives its topic (the
     /// fields are built only then). Callable from any thread.
     public func publish(_ topic: EventTopic, _ fields: @autoclosure () -> JSONObject) {
-        guard subscriptions.wants(topic), let server else { return }
-        var body = fields()
+        guard subscriptions.wants(topic) else { return }
+        send(topic, fields())
+    }
+
+    /// How the services publish their events: the same check, then `send` (not `publish`, which would check
+    /// again).
+    public var events: EventPublisher {
+        EventPublisher(wants: { [subscriptions] in subscriptions.wants($0) }, send: { self.send($0, $1) })
+    }
+
+    /// Sends an event some subscriber wants, with the fields every event carries.
+    private func send(_ topic: EventTopic, _ fields: JSONObject) {
+        guard let server else { return }
+        var body = fields
         body["topic"] = .string(topic.topic)
         body["uptimeMs"] = .integer(uptimeMs)
         server.publish(topic: topic.topic, body: JSONWriter.encode(.object(body)))
-    }
-
-    /// How the services publish their events: through `publish(_:_:)`.
-    public var events: EventPublisher {
-        EventPublisher(wants: { [subscriptions] in subscriptions.wants($0) }, send: { self.publish($0, $1) })
     }
 
     /// The topics some subscriber receives, as the I/O thread learns them from the events socket.

@@ -13,6 +13,7 @@ extension PreauthorizeAnswer {
         writer.appendASCII(#"{"outcome":"#)
         writer.writeString(outcome)
         writer.appendASCII(#","resources":["#)
+        let status: JSONValue
         switch self {
         case .decisions(let decisions):
             for (index, decision) in decisions.enumerated() {
@@ -20,15 +21,13 @@ extension PreauthorizeAnswer {
                 decision.write(to: &writer)
             }
             writer.appendASCII("]}")
-        case .adobeError(let status):
-            writer.appendASCII(#"],"status":"#)
-            writer.write(status.json)
-            writer.appendASCII("}")
-        case .failure(let failure):
-            writer.appendASCII(#"],"status":"#)
-            writer.write(failure.json)
-            writer.appendASCII("}")
+            return
+        case .adobeError(let adobe): status = adobe.json
+        case .failure(let failure): status = failure.json
         }
+        writer.appendASCII(#"],"status":"#)
+        writer.write(status)
+        writer.appendASCII("}")
     }
 
     /// `write(to:)`'s bytes.

@@ -10,7 +10,8 @@ import StateFiles
 ///
 /// Not thread-safe: `NotificationQueue` holds it under its lock, beside the `NotificationBook`.
 struct NotificationJournal: Sendable {
-    private let path: String?
+    /// The file's path; nil: no journal.
+    let path: String?
     private var file: OpenFile?
     private var dirty = false
     /// Lines in the file, for deciding when to compact.
@@ -177,9 +178,6 @@ struct NotificationJournal: Sendable {
             return nil
         }
     }
-
-    /// The journal's path, for `prepareReplacement`.
-    var filePath: String? { path }
 
     /// Ends the compaction `beginCompaction` began, with `replacement` holding the `live` notifications of
     /// then (nil: it could not be written). Returns whether the file was replaced; the caller then makes the

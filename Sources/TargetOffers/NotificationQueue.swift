@@ -172,7 +172,7 @@ public final class NotificationQueue: Sendable {
     /// meanwhile does not wait for the disk; what is journaled meanwhile is carried into the new file.
     public func compactJournalIfLarge() {
         let begun = state.withLock { state -> (live: [DisplayNotification], path: String)? in
-            guard state.journal.isLarge(live: state.book.liveCount), let path = state.journal.filePath,
+            guard state.journal.isLarge(live: state.book.liveCount), let path = state.journal.path,
                 state.journal.beginCompaction()
             else { return nil }
             return (state.book.live, path)
