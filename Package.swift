@@ -293,7 +293,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "PreflightClient", "PreflightProtocol", "ZeroMQ", "UpstreamHTTP", "UpstreamHTTPClient", "preflightd",
-                "preflightctl",
+                "preflightctl", .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: testSettings
         ),

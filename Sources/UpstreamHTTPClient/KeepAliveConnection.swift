@@ -15,8 +15,8 @@ import UpstreamHTTP
 /// a body and the answer gathered by one channel handler, with one timer for the deadline.
 ///
 /// What it does not do, so hands to `fallback` (the general client): a request while its connection is busy
-/// (calls made side by side keep their own connections there), and a URL it does not read as plain
-/// `http://` or `https://` (user info, say). It follows no redirects: the Delivery API answers a POST
+/// (calls made side by side keep their own connections there), a URL it does not read as plain
+/// `http://` or `https://` (user info, say), and a header HTTP/1.1 cannot carry (`RequestBytes`). It follows no redirects: the Delivery API answers a POST
 /// itself, and an answer of 3xx is returned like any other status.
 ///
 /// The guarantees are the general client's: the deadline covers the whole exchange (connect, TLS, head and
@@ -39,6 +39,7 @@ public final class KeepAliveConnection: HTTPTransport {
     /// TLS (the simulator on loopback) does not spend.
     private let tls = Mutex<NIOSSLContext?>(nil)
     private let opened = Atomic<Int>(0)
+    private let allocator = ByteBufferAllocator()
 
     /// How many connections this has opened (one for calls made one after another to one host).
     public var connectionsOpened: Int { opened.load(ordering: .relaxed) }
@@ -52,6 +53,16 @@ public final class KeepAliveConnection: HTTPTransport {
         /// The connection kept between calls, and where it goes.
         var idle: (channel: any Channel, origin: Origin)?
         var closed = false
+        /// The last request head written: a Delivery call's is its predecessor's.
+        var lastHead: RequestBytes?
+
+        /// `request`'s head, made again only when it differs from the last one; nil when it cannot be written.
+        mutating func head(of request: HTTPRequest) -> RequestBytes? {
+            if let lastHead, lastHead.isHead(of: request) { return lastHead }
+            guard let head = RequestBytes(request) else { return nil }
+            lastHead = head
+            return head
+        }
     }
 
     public init(
@@ -79,7 +90,9 @@ public final class KeepAliveConnection: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        guard let target = RequestTarget(url: request.url) else { return try await fallback.send(request) }
+        guard let head = state.withLock({ $0.head(of: request) }) else { return try await fallback.send(request) }
+        let target = head.target
+        let bytes = head.encode(request, allocator: allocator)
         let lease = state.withLock { state -> (any Channel)?? in
             guard !state.busy, !state.closed else { return nil }
             state.busy = true
@@ -92,7 +105,7 @@ public final class KeepAliveConnection: HTTPTransport {
         }
         guard case .some(let reusable) = lease else { return try await fallback.send(request) }
         let deadline = NIODeadline.now() + TimeAmount(request.timeout)
-        let (result, keep) = await exchange(request, target: target, on: reusable, deadline: deadline)
+        let (result, keep) = await exchange(request, bytes, target: target, on: reusable, deadline: deadline)
         let closeNow = state.withLock { state -> Bool in
             state.busy = false
             guard let keep else { return false }
@@ -107,21 +120,13 @@ public final class KeepAliveConnection: HTTPTransport {
     /// The call on `reusable` (or a new connection), and the connection to keep for the next one, if any.
     private func exchange(
         _ request: HTTPRequest,
+        _ bytes: ByteBuffer,
         target: RequestTarget,
         on reusable: (any Channel)?,
         deadline: NIODeadline
     ) async -> (Result<HTTPResponse, TransportError>, keep: (any Channel)?) {
-        var head = HTTPRequestHead(
-            version: .http1_1,
-            method: HTTPMethod(rawValue: request.method),
-            uri: target.pathAndQuery
-        )
-        head.headers.reserveCapacity(request.headers.count + 2)
-        head.headers.add(name: "Host", value: target.origin.hostHeader)
-        for header in request.headers { head.headers.add(name: header.name, value: header.value) }
-        if !request.body.isEmpty || request.method != "GET" {
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(request.body.count))
-        }
+        // Only the method: the response decoder reads it to know whether an answer has a body (`RequestBytesWriter`).
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: "")
         let answer = Answer(
             maxBytes: request.maxResponseBytes ?? maxResponseBytes,
             deadline: deadline,
@@ -139,7 +144,6 @@ public final class KeepAliveConnection: HTTPTransport {
                     return (.failure(error), nil)
                 }
             }
-            let body = request.body.isEmpty ? nil : current.allocator.buffer(bytes: request.body)
             do {
                 // The handler resumes the call itself: no future, promise or callback per call (each
                 // `EventLoopFuture` made and freed cost about 2,000 instructions of generic metadata lookups).
@@ -148,7 +152,7 @@ public final class KeepAliveConnection: HTTPTransport {
                         current.eventLoop.execute { [head] in
                             do {
                                 let handler = try current.pipeline.syncOperations.handler(type: ExchangeHandler.self)
-                                handler.start(head: head, body: body, answer: answer, call: call)
+                                handler.start(head: head, bytes: bytes, answer: answer, call: call)
                             } catch {
                                 call.resume(throwing: StaleConnection())
                             }
@@ -190,7 +194,10 @@ public final class KeepAliveConnection: HTTPTransport {
                             NIOSSLClientHandler(context: context, serverHostname: origin.serverName)
                         )
                     }
-                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(RequestBytesWriter())
+                    try pipeline.addHandler(
+                        ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes))
+                    )
                     try pipeline.addHandler(ExchangeHandler(idleTimeout: idleTimeout))
                 }
             }
@@ -283,9 +290,10 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
         self.context = nil
     }
 
-    /// Writes the request; `call` is resumed with its answer or failure. A write that fails closes the channel or
-    /// reaches `errorCaught` (the header validator's refusal), either of which ends the call.
-    func start(head request: HTTPRequestHead, body: ByteBuffer?, answer: Answer, call: Call) {
+    /// Writes the request (`head` carries only its method, for the response decoder; `bytes` are the whole request);
+    /// `call` is resumed with its answer or failure. A write that fails closes the channel or reaches
+    /// `errorCaught`, either of which ends the call.
+    func start(head request: HTTPRequestHead, bytes: ByteBuffer, answer: Answer, call: Call) {
         guard let context, context.channel.isActive, self.call == nil else {
             call.resume(throwing: StaleConnection())
             return
@@ -298,8 +306,7 @@ private final class ExchangeHandler: ChannelInboundHandler, RemovableChannelHand
             finish(.failure(TransportError(.timeout, answer.timeoutDetail)))
         }
         context.write(wrapOutboundOut(.head(request)), promise: nil)
-        if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PreflightProtocol
 import Synchronization
 import Testing
@@ -256,6 +257,51 @@ import UpstreamHTTP
     ])
     func anythingElseGoesToTheGeneralClient(_ url: String) {
         #expect(RequestTarget(url: url) == nil)
+    }
+
+    @Test func aRequestIsWrittenAsHTTP11BytesWithItsOwnFraming() throws {
+        let request = HTTPRequest(
+            method: "POST",
+            url: "http://127.0.0.1:8080/rest/v1/delivery?client=acme",
+            headers: [
+                (name: "Content-Type", value: "application/json"), (name: "content-length", value: "99"),
+                (name: "Transfer-Encoding", value: "chunked"), (name: "X-Note", value: "a\tb é"),
+            ],
+            body: Array("{}".utf8),
+            timeout: .seconds(1)
+        )
+        let head = try #require(RequestBytes(request))
+        #expect(head.isHead(of: request))
+        #expect(
+            String(buffer: head.encode(request, allocator: ByteBufferAllocator()))
+                == "POST /rest/v1/delivery?client=acme HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                + "Content-Type: application/json\r\nX-Note: a\tb é\r\nContent-Length: 2\r\n\r\n{}"
+        )
+        let get = HTTPRequest(method: "GET", url: "https://a.example/x", timeout: .seconds(1))
+        let getHead = try #require(RequestBytes(get))
+        #expect(!getHead.isHead(of: request) && !head.isHead(of: get))
+        #expect(
+            String(buffer: getHead.encode(get, allocator: ByteBufferAllocator()))
+                == "GET /x HTTP/1.1\r\nHost: a.example\r\n\r\n"
+        )
+        var other = request
+        other.headers[0].value = "text/plain"
+        #expect(!head.isHead(of: other))
+    }
+
+    @Test(arguments: [
+        ("POST", "X-Split", "a\r\nInjected: yes"), ("POST", "X-Nul", "a\u{0}b"), ("POST", "Bad Name", "v"),
+        ("POST", "", "v"), ("PO ST", "X-Fine", "v"),
+    ])
+    func aHeadHTTPCannotCarryGoesToTheGeneralClient(_ method: String, _ name: String, _ value: String) async throws {
+        let setup = try Setup()
+        var request = setup.delivery()
+        request.method = method
+        request.headers.append((name: name, value: value))
+        #expect(RequestBytes(request) == nil)
+        #expect(try await setup.connection.send(request).status == 299)
+        #expect(setup.fallback.count == 1)
+        #expect(setup.connection.connectionsOpened == 0)
     }
 
     @Test func theHostHeaderNamesThePortOnlyWhenNotTheSchemes() {
