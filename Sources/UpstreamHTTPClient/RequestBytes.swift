@@ -111,21 +111,25 @@ struct RequestBytes: Sendable {
     }
 }
 
-/// Passes a request's bytes (`RequestBytes`, written as one `.body` part) to the socket. The `.head` part
-/// before them carries only the method: it is written so that the response decoder, which watches what goes
-/// out, knows which method each answer is for (an answer to HEAD has no body), and it stops here.
+/// The handler nearest the socket (after TLS, if any), through which a request's bytes go out: written from its
+/// own context, they pass no other handler. The response decoder learns each request's method from
+/// `ExchangeHandler` directly (`HTTPDecoder.write(data:)`), since nothing it could observe goes past it.
 final class RequestBytesWriter: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .body(.byteBuffer(let bytes)):
-            context.write(wrapOutboundOut(bytes), promise: promise)
-        case .body(.fileRegion(let region)):
-            context.write(NIOAny(IOData.fileRegion(region)), promise: promise)
-        case .head, .end:
-            promise?.succeed(())
-        }
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    /// Writes and flushes `bytes`; a failure closes the channel (the call waiting then ends).
+    func send(_ bytes: ByteBuffer) {
+        context?.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 }

@@ -40,10 +40,10 @@ import UpstreamHTTP
         let fallback = Fallback()
         let connection: KeepAliveConnection
 
-        init() throws {
+        init(idleTimeout: Duration = .seconds(60)) throws {
             folder = try TestFolder()
             sim = try SimulatorProcess(folder: folder)
-            connection = KeepAliveConnection(fallback: fallback)
+            connection = KeepAliveConnection(fallback: fallback, idleTimeout: idleTimeout)
         }
 
         deinit {
@@ -137,6 +137,23 @@ import UpstreamHTTP
         let setup = try Setup()
         try await setup.fault(["trickleBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
+        _ = try await setup.connection.send(setup.delivery())
+        #expect(setup.connection.connectionsOpened == 2)
+    }
+
+    @Test func aDeadlineEarlierThanTheLastCallsStillEndsTheCall() async throws {
+        let setup = try Setup()
+        _ = try await setup.connection.send(setup.delivery(timeout: .seconds(600)))
+        try await setup.fault(["trickleBytesPerSecond": 10])
+        #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
+    }
+
+    @Test func anIdleConnectionIsClosedAfterItsIdleTimeout() async throws {
+        // The call's deadline (1 s) comes before the idle timeout (2 s): the one timer fires, finds the connection
+        // idle but not yet for long enough, and waits again.
+        let setup = try Setup(idleTimeout: .seconds(2))
+        _ = try await setup.connection.send(setup.delivery(timeout: .seconds(1)))
+        try await waitFor("the idle connection to close") { try await setup.openConnections() == 0 }
         _ = try await setup.connection.send(setup.delivery())
         #expect(setup.connection.connectionsOpened == 2)
     }
