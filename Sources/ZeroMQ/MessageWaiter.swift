@@ -97,38 +97,26 @@ public struct MessageWaiter {
     ///   errors are thrown with their errno.
     public mutating func wait(timeout: Duration?) throws(ZeroMQError) -> Ready {
         if unsettled != 0 { return Ready(sockets: unsettled, fileDescriptors: 0) }
-        let clock = ContinuousClock()
-        let started = clock.now
-        var milliseconds = -1
-        if let timeout { milliseconds = cachedMilliseconds(timeout, from: started) }
-        var deadline: ContinuousClock.Instant?
-        while true {
-            let (count, code) = descriptors.withUnsafeMutableBufferPointer { buffer in
+        let started = ContinuousClock.now
+        let milliseconds = timeout.map { cachedMilliseconds($0, from: started) }
+        let count = try pollRetrying(timeout: timeout, started: started, milliseconds: milliseconds) { milliseconds in
+            descriptors.withUnsafeMutableBufferPointer { buffer in
                 for index in buffer.indices { buffer[index].revents = 0 }
-                let count = poll(buffer.baseAddress, nfds_t(buffer.count), CInt(milliseconds))
+                let count = poll(buffer.baseAddress, nfds_t(buffer.count), milliseconds)
                 return (count, count < 0 ? errno : 0)  // errno read straight after the call
             }
-            if count > 0 {
-                var ready = Ready.nothing
-                for index in descriptors.indices where descriptors[index].revents != 0 {
-                    if index < socketCount {
-                        ready.sockets |= 1 << UInt32(index)
-                    } else {
-                        ready.fileDescriptors |= 1 << UInt32(index - socketCount)
-                    }
-                }
-                unsettled |= ready.sockets
-                return ready
-            }
-            if count < 0, code != EINTR { throw ZeroMQError(code: code) }
-            // Interrupted, or woken by millisecond rounding a little early: sleep for what remains.
-            guard let timeout else { continue }
-            let end = deadline ?? started.advanced(by: max(timeout, .zero))
-            deadline = end
-            let now = clock.now
-            if now >= end { return .nothing }
-            milliseconds = pollMilliseconds(until: end, now: now)
         }
+        guard count > 0 else { return .nothing }
+        var ready = Ready.nothing
+        for index in descriptors.indices where descriptors[index].revents != 0 {
+            if index < socketCount {
+                ready.sockets |= 1 << UInt32(index)
+            } else {
+                ready.fileDescriptors |= 1 << UInt32(index - socketCount)
+            }
+        }
+        unsettled |= ready.sockets
+        return ready
     }
 
     /// `timeout` for poll(2), converted once for the timeout the loop asks for on every turn (the conversion

@@ -76,19 +76,42 @@ private func wait(
 ) throws(ZeroMQError)
     -> Int
 {
-    let clock = ContinuousClock()
-    let deadline = timeout.map { clock.now.advanced(by: max($0, .zero)) }
-    var count: CInt = 0
-    repeat {
-        count = try valueOrError(retryOnInterrupt: true) {
-            // Computed afresh on each EINTR retry, so the total wait stays within `timeout`.
-            let milliseconds = deadline.map { pollMilliseconds(until: $0, now: clock.now) } ?? -1
-            return zmq_poll(pollItems.baseAddress, CInt(pollItems.count), milliseconds)
-        }
-        // zmq_poll can return up to a millisecond early (it measures in truncated milliseconds), and a very long
-        // timeout is capped per call: poll again until the deadline has really passed.
-    } while count == 0 && deadline.map { clock.now < $0 } ?? false
-    return Int(count)
+    try pollRetrying(timeout: timeout, started: .now, milliseconds: nil) { milliseconds in
+        let count = zmq_poll(pollItems.baseAddress, CInt(pollItems.count), Int(milliseconds))
+        return (count, count < 0 ? zmq_errno() : 0)  // errno read straight after the call
+    }
+}
+
+/// Calls `poll` (a `zmq_poll` or a `poll(2)`, given its timeout in milliseconds, -1 for none) until it reports
+/// something (a positive count, returned) or the whole `timeout` has passed (0). A signal (`EINTR`) does not end
+/// the wait, nor does a wake-up a little early (both calls measure in truncated milliseconds, and a very long
+/// timeout is capped per call): each call sleeps for what remains. Any other failure is thrown with its errno.
+///
+/// The one place for that rule, for `poll(_:timeout:)` and `MessageWaiter.wait`.
+///
+/// - Parameters:
+///   - timeout: nil waits forever.
+///   - started: When the wait began.
+///   - first: The first call's milliseconds, when the caller has them converted already; nil: from `timeout`.
+///   - poll: Makes one call; returns its result and, when negative, the errno read straight after it.
+@inline(__always)
+func pollRetrying(
+    timeout: Duration?,
+    started: ContinuousClock.Instant,
+    milliseconds first: Int?,
+    _ poll: (CInt) -> (count: CInt, errno: CInt)
+) throws(ZeroMQError) -> Int {
+    let end = timeout.map { started.advanced(by: max($0, .zero)) }
+    var milliseconds = first ?? end.map { pollMilliseconds(until: $0, now: started) } ?? -1
+    while true {
+        let (count, code) = poll(CInt(milliseconds))
+        if count > 0 { return Int(count) }
+        if count < 0, code != EINTR { throw ZeroMQError(code: code) }
+        guard let end else { continue }
+        let now = ContinuousClock.now
+        if now >= end { return 0 }
+        milliseconds = pollMilliseconds(until: end, now: now)
+    }
 }
 
 /// The time from `now` to `deadline` in whole milliseconds, rounded up so that a sub-millisecond remainder still

@@ -42,9 +42,44 @@ private final class ReceiveOutcome: Sendable {
         #expect(throws: ZeroMQError.contextTerminated) { try context.makeSocket(.dealer) }
     }
 
-    @Test func signalsDoNotInterruptABlockingReceive() throws {
-        // A handler that returns makes the receiver's poll(2) inside libzmq fail with EINTR, which libzmq passes
-        // up; the wrapper must retry rather than throw `.interrupted`.
+    /// How the signalled thread waits for its message.
+    enum BlockingCall: CaseIterable, Sendable {
+        /// `receive()`: libzmq's own poll(2) fails with EINTR, and libzmq passes it up.
+        case receive
+        /// `poll(_:timeout:)` with no timeout, then a receive.
+        case poll
+        /// `MessageWaiter.wait` with a timeout (each retry sleeps for what remains of it), then a receive.
+        case waiter
+    }
+
+    /// Waits for a message on `socket` as `call` says; a wait that ends with nothing fails `.interrupted`, the
+    /// signal it would have been cut short by.
+    private static func message(on socket: ZeroMQSocket, by call: BlockingCall) throws(ZeroMQError) -> [[UInt8]] {
+        switch call {
+        case .receive:
+            return try socket.receive()
+        case .poll:
+            var items = [PollItem(socket: socket, events: .readable)]
+            guard try poll(&items, timeout: nil) == 1 else { throw .interrupted }
+            return try socket.receive(dontWait: true)
+        case .waiter:
+            var waiter = try MessageWaiter(sockets: [socket], fileDescriptors: [])
+            while true {
+                // A fresh socket is reported until drained: receive until `.wouldBlock`, then wait.
+                guard try waiter.wait(timeout: .seconds(600)).socket(0) else { throw .interrupted }
+                do throws(ZeroMQError) {
+                    return try socket.receive(dontWait: true)
+                } catch  where error == .wouldBlock {
+                    waiter.drained(0)
+                }
+            }
+        }
+    }
+
+    @Test(arguments: BlockingCall.allCases)
+    func signalsDoNotInterruptABlockingCall(_ call: BlockingCall) throws {
+        // A handler that returns makes a poll(2) (libzmq's, or the wrapper's own) fail with EINTR; the wrapper must
+        // carry on waiting rather than throw `.interrupted` or return early.
         signal(SIGUSR1) { _ in }
         let context = try ZeroMQContext()
         let endpoint = uniqueInprocEndpoint()
@@ -64,7 +99,7 @@ private final class ReceiveOutcome: Sendable {
                 try socket.setOption(.linger(milliseconds: 0))
                 try socket.bind(endpoint)
                 outcome.ready.signal()
-                let message = try socket.receive()
+                let message = try Self.message(on: socket, by: call)
                 outcome.result.withLock { $0 = .success(message) }
             } catch {
                 outcome.ready.signal()
