@@ -294,6 +294,7 @@ let package = Package(
             dependencies: [
                 "PreflightClient", "PreflightProtocol", "ZeroMQ", "UpstreamHTTP", "UpstreamHTTPClient", "preflightd",
                 "preflightctl", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: testSettings
         ),

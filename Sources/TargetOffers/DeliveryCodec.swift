@@ -129,13 +129,16 @@ public struct DeliveryCodec: Sendable {
 
         /// The request for `notifications` (at least one), with a new `requestId`.
         func request(notifications: [DisplayNotification]) -> HTTPRequest {
-            var bytes = [UInt8]()
-            bytes.reserveCapacity(head.count + DeliveryCodec.notificationBytes(notifications))
-            bytes.append(contentsOf: head)
-            bytes.withUnsafeMutableBufferPointer { buffer in
+            // Written in one pass into a buffer of the exact size: appended piece by piece, each of the batch's
+            // items paid an append's checks (about 110 instructions per display notification on the sender).
+            let capacity = head.count + DeliveryCodec.notificationBytes(notifications)
+            let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+                var body = ByteCursor(buffer.baseAddress!)
+                body.put(head)
                 RandomUUID.write(to: buffer.baseAddress! + Self.requestIDOffset)
+                DeliveryCodec.write(notifications, to: &body)
+                count = body.count
             }
-            DeliveryCodec.append(notifications, to: &bytes)
             return HTTPRequest(method: "POST", url: url, headers: headers, body: bytes, timeout: timeout)
         }
     }
@@ -190,7 +193,20 @@ public struct DeliveryCodec: Sendable {
         return writer.bytes
     }
 
-    /// The bytes `append` adds, at most.
+    /// `write` into the end of `bytes`.
+    static func append(_ notifications: [DisplayNotification], to bytes: inout [UInt8]) {
+        let start = bytes.count
+        let room = notificationBytes(notifications)
+        bytes.append(contentsOf: repeatElement(0, count: room))
+        let written = bytes.withUnsafeMutableBufferPointer { buffer in
+            var cursor = ByteCursor(buffer.baseAddress! + start)
+            write(notifications, to: &cursor)
+            return cursor.count
+        }
+        bytes.removeLast(room - written)
+    }
+
+    /// The bytes `write` adds, at most.
     static func notificationBytes(_ notifications: [DisplayNotification]) -> Int {
         notifications.reduce(#","notifications":[]}"#.utf8.count) { total, item in
             total + item.withEncoded { $0.count } + 1
@@ -198,16 +214,15 @@ public struct DeliveryCodec: Sendable {
     }
 
     /// `,"notifications":[…]}` after a body's last member: the notifications' prepared bytes, and the body's
-    /// closing brace.
-    static func append(_ notifications: [DisplayNotification], to bytes: inout [UInt8]) {
-        let member: StaticString = #","notifications":["#
-        member.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    /// closing brace. `body` has room for `notificationBytes(notifications)` more.
+    static func write(_ notifications: [DisplayNotification], to body: inout ByteCursor) {
+        body.put(#","notifications":["#)
         for index in notifications.indices {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            notifications[index].withEncoded { bytes.append(contentsOf: $0) }
+            if index > 0 { body.put(UInt8(ascii: ",")) }
+            notifications[index].withEncoded { body.put($0) }
         }
-        bytes.append(UInt8(ascii: "]"))
-        bytes.append(UInt8(ascii: "}"))
+        body.put(UInt8(ascii: "]"))
+        body.put(UInt8(ascii: "}"))
     }
 
     /// `{serverURL or edge host}/rest/v1/delivery?client=…&sessionId=…`.

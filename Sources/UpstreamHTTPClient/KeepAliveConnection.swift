@@ -505,7 +505,8 @@ extension HTTPResponse {
         merged.reserveCapacity(headers.count)
         for (name, value) in headers {
             let key = name.lowercased()
-            merged[key] = merged[key].map { "\($0), \(value)" } ?? value
+            // One hash for a header that appears once, as most do.
+            if let first = merged.updateValue(value, forKey: key) { merged[key] = "\(first), \(value)" }
         }
         self.init(status: status, headers: merged, body: body)
     }

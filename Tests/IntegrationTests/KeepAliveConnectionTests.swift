@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOHTTP1
 import PreflightProtocol
 import Synchronization
 import Testing
@@ -319,6 +320,14 @@ import UpstreamHTTP
         #expect(try await setup.connection.send(request).status == 299)
         #expect(setup.fallback.count == 1)
         #expect(setup.connection.connectionsOpened == 0)
+    }
+
+    @Test func anAnswersHeadersAreKeptLowerCasedWithRepeatedOnesJoined() {
+        let headers = HTTPHeaders([
+            ("Set-Cookie", "a=1"), ("date", "Fri, 27 Nov 2026 01:00:00 GMT"), ("set-cookie", "b=2"),
+        ])
+        let response = HTTPResponse(status: 200, headers: headers, body: [])
+        #expect(response.headers == ["set-cookie": "a=1, b=2", "date": "Fri, 27 Nov 2026 01:00:00 GMT"])
     }
 
     @Test func theHostHeaderNamesThePortOnlyWhenNotTheSchemes() {
