@@ -137,8 +137,7 @@ public struct CommandDispatcher: RequestHandler {
         if let load = FastRequest.readPlainLoad(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {
             let start = reply.bytes.count
             Reply.beginSuccess(plainID: UnsafeBufferPointer(rebasing: body[load.id]), in: &reply)
-            let name = String(decoding: UnsafeBufferPointer(rebasing: body[load.name]), as: UTF8.self)
-            if target.loadPlain(name, appendingResultTo: &reply) {
+            if target.loadPlain(UnsafeBufferPointer(rebasing: body[load.name]), appendingResultTo: &reply) {
                 Reply.endSuccess(&reply)
                 statistics.record(.command(.loadRequests), since: started, errorCode: nil)
                 return true

@@ -1,6 +1,12 @@
 import PreflightProtocol
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One option of an mbox as Target returned it.
 public struct OfferOption: Sendable, Hashable {
     public var type: String
@@ -236,7 +242,7 @@ public final class PrefetchCache: Sendable {
 
     private struct State: Sendable {
         /// The configured property's entries by name: the common case, a lookup hashing only the name.
-        var index: [String: Int] = [:]
+        var index: [IndexName: Int] = [:]
         /// Entries of other properties (`propertyToken` loads).
         var otherProperties: [OfferKey: Int] = [:]
         var slots: [Slot] = []
@@ -276,7 +282,7 @@ public final class PrefetchCache: Sendable {
             if let property = offer.property {
                 otherProperties[OfferKey(offer.name, property: property)] = slot
             } else {
-                index[offer.name] = slot
+                index[IndexName(offer.name)] = slot
             }
             linkAsNewest(slot)
             bytes += offer.bytes
@@ -285,12 +291,13 @@ public final class PrefetchCache: Sendable {
         var count: Int { index.count + otherProperties.count }
 
         func slot(of key: OfferKey) -> Int? {
-            key.property == nil ? index[key.name] : otherProperties[key]
+            key.property == nil ? index[IndexName(key.name)] : otherProperties[key]
         }
 
         mutating func remove(_ key: OfferKey) -> CachedOffer? {
             let removed =
-                key.property == nil ? index.removeValue(forKey: key.name) : otherProperties.removeValue(forKey: key)
+                key.property == nil
+                ? index.removeValue(forKey: IndexName(key.name)) : otherProperties.removeValue(forKey: key)
             guard let slot = removed, let offer = slots[slot].offer else { return nil }
             unlink(slot)
             slots[slot].offer = nil
@@ -336,7 +343,12 @@ public final class PrefetchCache: Sendable {
     /// The entry of the configured property for `name`, counted as a hit and made most recent: the cached
     /// load's lookup, hashing the name alone.
     public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
-        hit { $0.index[name] }
+        hit { $0.index[IndexName(name)] }
+    }
+
+    /// `hit(_:now:)` for a name given as its UTF-8 bytes (a plain load's, read in place): no `String` is made.
+    public func hit(_ name: UnsafeBufferPointer<UInt8>, now: ContinuousClock.Instant) -> CachedOffer? {
+        hit { $0.index[IndexName(borrowing: name)] }
     }
 
     private func hit(slotIn find: (inout State) -> Int?) -> CachedOffer? {
@@ -413,5 +425,41 @@ public final class PrefetchCache: Sendable {
         }
         state.evictions += evicted
         return evicted
+    }
+}
+
+/// An mbox name as the cache's index holds it (`owned`), or a load's bytes looking it up (`borrowed`, only for
+/// the lookup, never stored): both hashed and compared as UTF-8 bytes, so that a plain load finds its entry
+/// without a `String` made of its name (validated and copied, about 270 instructions on the I/O thread, and an
+/// allocation for a name over 15 bytes). Bytes, not Unicode: two spellings of one accented name are two mboxes,
+/// as they are to Target.
+///
+/// `@unchecked Sendable`: the index stores only `owned` names; a `borrowed` one lives for one lookup on the
+/// thread that made it.
+enum IndexName: Hashable, @unchecked Sendable {
+    case owned(String)
+    case borrowed(UnsafeBufferPointer<UInt8>)
+
+    init(_ name: String) { self = .owned(name) }
+    init(borrowing bytes: UnsafeBufferPointer<UInt8>) { self = .borrowed(bytes) }
+
+    private func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        switch self {
+        case .owned(var name): return name.withUTF8(body)
+        case .borrowed(let bytes): return body(bytes)
+        }
+    }
+
+    static func == (lhs: IndexName, rhs: IndexName) -> Bool {
+        lhs.withBytes { left in
+            rhs.withBytes { right in
+                left.count == right.count
+                    && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+            }
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

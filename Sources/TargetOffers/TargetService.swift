@@ -265,9 +265,19 @@ public final class TargetService: Sendable {
     /// parameters, its notification queued. When the cache (or a decision made on the box that still holds)
     /// answers it, appends the `result` JSON to `reply`, as `loadFromCache` would, and returns true; else
     /// returns false with nothing changed or written, and the load goes the general way.
-    public func loadPlain(_ name: String, appendingResultTo reply: inout JSONWriter) -> Bool {
+    public func loadPlain(_ name: UnsafeBufferPointer<UInt8>, appendingResultTo reply: inout JSONWriter) -> Bool {
         let stamp = time.stampNow()
-        guard let answer = answer(name, targeting: MboxTargeting(), profile: [], property: nil, stamp) else {
+        // Looked up by its bytes: a `String` of the name is made only when the cache does not hold it.
+        guard
+            let answer = cache.hit(name, now: stamp.now).map({ (offer: $0, decided: false) })
+                ?? self.answer(
+                    String(decoding: name, as: UTF8.self),
+                    targeting: MboxTargeting(),
+                    profile: [],
+                    property: nil,
+                    stamp
+                )
+        else {
             return false
         }
         countLoaded(requests: 1, hits: answer.decided ? 0 : 1, decided: answer.decided ? 1 : 0)

@@ -139,6 +139,22 @@ func onDeviceService(
         #expect(offer.eventTokens == ["t1", "t3"])
     }
 
+    @Test func aPlainLoadFindsItsEntryByTheNamesBytes() {
+        let cache = PrefetchCache(budgetBytes: 1 << 20)
+        let names = ["home-hero-banner-2026", "café", "a"]
+        for name in names { cache.store(offer(name, content: name)) }
+        for name in names {
+            let found = Array(name.utf8).withUnsafeBufferPointer { cache.hit($0, now: .now) }
+            #expect(found?.content == name)
+        }
+        #expect(Array("home-hero-banner-202".utf8).withUnsafeBufferPointer { cache.hit($0, now: .now) } == nil)
+        #expect(Array("".utf8).withUnsafeBufferPointer { cache.hit($0, now: .now) } == nil)
+        // Bytes, not Unicode equivalence: the decomposed spelling of "café" is another mbox, as it is to Target.
+        #expect(Array("cafe\u{301}".utf8).withUnsafeBufferPointer { cache.hit($0, now: .now) } == nil)
+        #expect(cache.clear(name: "home-hero-banner-2026") == 1)
+        #expect(Array("home-hero-banner-2026".utf8).withUnsafeBufferPointer { cache.hit($0, now: .now) } == nil)
+    }
+
     @Test func clearRemovesAllOrOne() {
         let cache = PrefetchCache(budgetBytes: 1 << 20)
         cache.store(offer("a"))
