@@ -12,12 +12,12 @@ import UpstreamHTTP
 /// instructions whatever it carried (parsing the URL with Foundation, the connection pool's state machines,
 /// a tracing span, a task group racing the body against the deadline): 8,000 per cached load with batches of
 /// 50 display notifications, more than the load itself (docs/BENCHMARKS.md). Here a call is a request head,
-/// a body and the answer gathered by one channel handler, with one timer for the deadline.
+/// a body and the answer gathered by one channel handler, with one timer for the deadline and idleness.
 ///
 /// What it does not do, so hands to `fallback` (the general client): a request while its connection is busy
-/// (calls made side by side keep their own connections there), a URL it does not read as plain
-/// `http://` or `https://` (user info, say), and a header HTTP/1.1 cannot carry (`RequestBytes`). It follows no redirects: the Delivery API answers a POST
-/// itself, and an answer of 3xx is returned like any other status.
+/// (calls made side by side keep their own connections there), a URL it does not read as plain `http://` or
+/// `https://` (user info, say), and a header HTTP/1.1 cannot carry (`RequestBytes`). It follows no redirects:
+/// the Delivery API answers a POST itself, and an answer of 3xx is returned like any other status.
 ///
 /// The guarantees are the general client's: the deadline covers the whole exchange (connect, TLS, head and
 /// body, so a body trickling in cannot hold the call), a body over the cap fails `bodyTooLarge`, and a
@@ -125,7 +125,7 @@ public final class KeepAliveConnection: HTTPTransport {
         on reusable: (any Channel)?,
         deadline: NIODeadline
     ) async -> (Result<HTTPResponse, TransportError>, keep: (any Channel)?) {
-        // Only the method: the response decoder reads it to know whether an answer has a body (`RequestBytesWriter`).
+        // Only the method: the response decoder reads it to know whether an answer has a body (`ExchangeHandler`).
         let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: "")
         let answer = Answer(
             maxBytes: request.maxResponseBytes ?? maxResponseBytes,

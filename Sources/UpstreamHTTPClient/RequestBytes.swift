@@ -53,10 +53,12 @@ struct RequestBytes: Sendable {
         self.head = head
     }
 
-    /// Whether `request` has this head (its body aside).
+    /// Whether `request` has this head (its body aside), byte for byte: `String`'s `==` would take two spellings
+    /// of one accented header value for the same, and the head's bytes are one of them.
     func isHead(of request: HTTPRequest) -> Bool {
-        method == request.method && url == request.url && headers.count == request.headers.count
-            && zip(headers, request.headers).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+        func same(_ left: String, _ right: String) -> Bool { left.utf8.elementsEqual(right.utf8) }
+        return same(method, request.method) && same(url, request.url) && headers.count == request.headers.count
+            && zip(headers, request.headers).allSatisfy { same($0.name, $1.name) && same($0.value, $1.value) }
     }
 
     /// The bytes of `request`, whose head this is: the head, `Content-Length` (unless a GET without a body),

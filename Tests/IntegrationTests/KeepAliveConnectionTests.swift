@@ -305,6 +305,14 @@ import UpstreamHTTP
         var other = request
         other.headers[0].value = "text/plain"
         #expect(!head.isHead(of: other))
+        // Byte for byte: two spellings of one accented value are two heads.
+        var composed = request
+        composed.headers[3].value = "caf\u{E9}"
+        var decomposed = composed
+        decomposed.headers[3].value = "cafe\u{301}"
+        #expect(composed.headers[3].value == decomposed.headers[3].value)
+        #expect(try #require(RequestBytes(composed)).isHead(of: composed))
+        #expect(try !#require(RequestBytes(composed)).isHead(of: decomposed))
     }
 
     @Test(arguments: [
