@@ -150,9 +150,17 @@ def test_the_agent_is_linked_for_a_small_footprint(installed):
     listing = run(["nm", "-n", "--defined-only", os.path.join(bin_dir, "preflightd")])
     assert listing.returncode == 0, listing.stderr
     code = [line.split(" ", 2) for line in listing.stdout.splitlines()]
+    named = {parts[2] for parts in code if len(parts) == 3 and parts[1] in ("t", "T", "w", "W")}
     code = [(int(parts[0], 16), parts[2]) for parts in code if len(parts) == 3 and parts[1] in ("t", "T")]
     with open(os.path.join(REPO, "tools/linker/preflightd.order")) as file:
         ordered = set(file.read().split())
+    # The list drifts as code changes: a function renamed since is missing from the binary, and the one it became
+    # is laid out among the rest (164 such kept the idle agent 0.7 MiB larger on 2026-11-27). Written again, none
+    # is missing; past 1%, write it again (tools/bench --symbol-order tools/linker/preflightd.order).
+    gone = ordered - named
+    assert len(gone) <= len(ordered) // 100, (
+        f"{len(gone)} of the ordering file's {len(ordered)} functions are no longer in the binary, e.g. "
+        f"{sorted(gone)[:3]}: write tools/linker/preflightd.order again (docs/ARCHITECTURE.md)")
     start, end = code[0][0], code[-1][0]
     places = sorted((address - start) / (end - start) for address, name in code if name in ordered)
     assert len(places) > len(ordered) // 2, "most of the ordering file's functions are not in the binary"
