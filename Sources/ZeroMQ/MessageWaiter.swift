@@ -51,6 +51,9 @@ public struct MessageWaiter {
     private let socketCount: Int
     /// Bit `i`: socket `i` may have a message (not drained since its descriptor signalled or it was used).
     private var unsettled: UInt32
+    /// Whether the last `wait` slept in poll(2), as opposed to returning at once for sockets not drained: the
+    /// sockets it reported then had their descriptors signal since they were drained, so what they hold is new.
+    public private(set) var slept = false
     /// The last timeout asked for, in milliseconds for poll(2): the loop asks for the same one on every turn.
     private var lastTimeout: (duration: Duration, milliseconds: Int)?
 
@@ -96,7 +99,11 @@ public struct MessageWaiter {
     /// - Throws: A signal (`EINTR`) does not end the wait: it resumes with the time remaining. Other `poll(2)`
     ///   errors are thrown with their errno.
     public mutating func wait(timeout: Duration?) throws(ZeroMQError) -> Ready {
-        if unsettled != 0 { return Ready(sockets: unsettled, fileDescriptors: 0) }
+        if unsettled != 0 {
+            slept = false
+            return Ready(sockets: unsettled, fileDescriptors: 0)
+        }
+        slept = true
         let started = ContinuousClock.now
         let milliseconds = timeout.map { cachedMilliseconds($0, from: started) }
         let count = try pollRetrying(timeout: timeout, started: started, milliseconds: milliseconds) { milliseconds in

@@ -59,6 +59,7 @@ import ZeroMQ
         var waiter = try MessageWaiter(sockets: [pair.router], fileDescriptors: [])
         #expect(try waiter.wait(timeout: patience) == MessageWaiter.Ready(sockets: 1, fileDescriptors: 0))
         #expect(try waiter.wait(timeout: patience) == MessageWaiter.Ready(sockets: 1, fileDescriptors: 0))
+        #expect(!waiter.slept, "reported at once, not after sleeping")
         try settle(pair.router, &waiter)
         #expect(try waiter.wait(timeout: .zero) == .nothing)
     }
@@ -70,8 +71,12 @@ import ZeroMQ
 
         try pair.dealer.send([bytes("hello")])
         #expect(try waiter.wait(timeout: patience).socket(0))
+        #expect(waiter.slept, "a drained socket is reported when its descriptor woke the wait")
         #expect(try drain(pair.router, index: 0, of: &waiter).map(\.last) == [bytes("hello")])
         #expect(try waiter.wait(timeout: .zero) == .nothing)
+        waiter.used(0)
+        #expect(try waiter.wait(timeout: .zero).socket(0))
+        #expect(!waiter.slept, "a used socket is reported at once")
     }
 
     /// The edge-triggered descriptor: an operation on the socket can take in the signal of a message that is
