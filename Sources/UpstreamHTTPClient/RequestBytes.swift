@@ -2,6 +2,12 @@ import NIOCore
 import NIOHTTP1
 import UpstreamHTTP
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A request as the bytes HTTP/1.1 sends: the request line, `Host`, the request's headers, the framing
 /// (`Content-Length`) and the body, in one buffer that goes down the pipeline as one write.
 ///
@@ -56,7 +62,18 @@ struct RequestBytes: Sendable {
     /// Whether `request` has this head (its body aside), byte for byte: `String`'s `==` would take two spellings
     /// of one accented header value for the same, and the head's bytes are one of them.
     func isHead(of request: HTTPRequest) -> Bool {
-        func same(_ left: String, _ right: String) -> Bool { left.utf8.elementsEqual(right.utf8) }
+        // In place and with memcmp: through `utf8.elementsEqual` the comparison cost the sender about 350
+        // instructions per display notification (tools/bench --profile).
+        func same(_ left: String, _ right: String) -> Bool {
+            var left = left
+            var right = right
+            return left.withUTF8 { left in
+                right.withUTF8 { right in
+                    left.count == right.count
+                        && (left.isEmpty || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+                }
+            }
+        }
         return same(method, request.method) && same(url, request.url) && headers.count == request.headers.count
             && zip(headers, request.headers).allSatisfy { same($0.name, $1.name) && same($0.value, $1.value) }
     }
