@@ -92,7 +92,6 @@ public final class KeepAliveConnection: HTTPTransport {
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         guard let head = state.withLock({ $0.head(of: request) }) else { return try await fallback.send(request) }
         let target = head.target
-        let bytes = head.encode(request, allocator: allocator)
         let lease = state.withLock { state -> (any Channel)?? in
             guard !state.busy, !state.closed else { return nil }
             state.busy = true
@@ -105,7 +104,7 @@ public final class KeepAliveConnection: HTTPTransport {
         }
         guard case .some(let reusable) = lease else { return try await fallback.send(request) }
         let deadline = NIODeadline.now() + TimeAmount(request.timeout)
-        let (result, keep) = await exchange(request, bytes, target: target, on: reusable, deadline: deadline)
+        let (result, keep) = await exchange(request, head, on: reusable, deadline: deadline)
         let closeNow = state.withLock { state -> Bool in
             state.busy = false
             guard let keep else { return false }
@@ -120,13 +119,13 @@ public final class KeepAliveConnection: HTTPTransport {
     /// The call on `reusable` (or a new connection), and the connection to keep for the next one, if any.
     private func exchange(
         _ request: HTTPRequest,
-        _ bytes: ByteBuffer,
-        target: RequestTarget,
+        _ requestHead: RequestBytes,
         on reusable: (any Channel)?,
         deadline: NIODeadline
     ) async -> (Result<HTTPResponse, TransportError>, keep: (any Channel)?) {
-        // Only the method: the response decoder reads it to know whether an answer has a body (`ExchangeHandler`).
-        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: "")
+        let target = requestHead.target
+        let bytes = requestHead.encode(request, allocator: allocator)
+        let head = requestHead.methodHead
         let answer = Answer(
             maxBytes: request.maxResponseBytes ?? maxResponseBytes,
             deadline: deadline,

@@ -29,6 +29,9 @@ struct RequestBytes: Sendable {
     let url: String
     let headers: [(name: String, value: String)]
     let target: RequestTarget
+    /// The head the response decoder is told of (`ExchangeHandler.start`): only the method, which says whether
+    /// an answer has a body (none to HEAD). Made once with the rest of the head.
+    let methodHead: HTTPRequestHead
     /// The request line, `Host` and the request's headers, each line ending in CRLF.
     private let head: [UInt8]
 
@@ -57,6 +60,7 @@ struct RequestBytes: Sendable {
         self.headers = request.headers
         self.target = target
         self.head = head
+        self.methodHead = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: "")
     }
 
     /// Whether `request` has this head (its body aside), byte for byte: `String`'s `==` would take two spellings
