@@ -78,7 +78,7 @@ let package = Package(
         .systemLibrary(name: "CLinuxShims"),
         .target(
             name: "ZeroMQ",
-            dependencies: ["CZeroMQ"],
+            dependencies: ["CZeroMQ", "PreflightCore"],
             swiftSettings: strictSettings
         ),
         .target(

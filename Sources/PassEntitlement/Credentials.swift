@@ -18,7 +18,7 @@ final class Credentials: Sendable {
         var token: AccessToken?
         /// After a failed attempt, callers get its failure (or the still valid old token) until then,
         /// instead of each spending a request on another attempt.
-        var lastFailure: (failure: PassFailure, until: ContinuousClock.Instant)?
+        var lastFailure: (failure: PassFailure, until: MonotonicInstant)?
         /// Bumped by `forgetRegistration` and `dropToken`, so a request begun before does not store its
         /// (stale) result afterwards, and the next caller does not join it. Token requests are shared per
         /// generation.
@@ -47,7 +47,7 @@ final class Credentials: Sendable {
     /// A token to use now: the current one, or a new one (shared with concurrent callers).
     func accessToken(
         using upstream: PassUpstream,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> Result<AccessToken, PassFailure> {
         let now = upstream.clock.now()
         let step: Step = state.withLock { state in
@@ -119,13 +119,13 @@ final class Credentials: Sendable {
     }
 
     /// When the run loop should get the next token, if there is one.
-    var refreshAt: ContinuousClock.Instant? { state.withLock { $0.token?.refreshAt } }
+    var refreshAt: MonotonicInstant? { state.withLock { $0.token?.refreshAt } }
 
     /// For the admin view: whether a registration is held, when it was made, and the token's expiry.
     var status:
         (
             registered: Bool?, registeredAt: Int64?, tokenExpiresAt: Int64?,
-            tokenExpiresAtInstant: ContinuousClock.Instant?
+            tokenExpiresAtInstant: MonotonicInstant?
         )
     {
         state.withLock { state in
@@ -140,7 +140,7 @@ final class Credentials: Sendable {
 
     private func obtain(
         using upstream: PassUpstream,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         generation: Int
     ) async -> Result<AccessToken, PassFailure> {
         let result = await registerAndRequestToken(using: upstream, deadline: deadline, generation: generation)
@@ -166,7 +166,7 @@ final class Credentials: Sendable {
 
     private func registerAndRequestToken(
         using upstream: PassUpstream,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         generation: Int
     ) async -> Result<AccessToken, PassFailure> {
         var registeredHere = false
@@ -198,7 +198,7 @@ final class Credentials: Sendable {
 
     private func currentRegistration(
         using upstream: PassUpstream,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         generation: Int
     ) async -> Result<(registration: Registration, isNew: Bool), PassFailure> {
         let configuration = upstream.settings.withLock { $0.configuration }

@@ -44,7 +44,7 @@ actor DecisionBatcher {
         _ resources: [String],
         key: Key,
         limit: Int,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> [String: Outcome] {
         var assignment: [String: Int] = [:]
         for resource in resources {
@@ -75,7 +75,7 @@ actor DecisionBatcher {
         batches.first { $0.value.key == key && !$0.value.sealed && $0.value.resources.count < limit }?.key
     }
 
-    private func makeBatch(for key: Key, deadline: ContinuousClock.Instant) -> Int {
+    private func makeBatch(for key: Key, deadline: MonotonicInstant) -> Int {
         let id = nextID
         nextID += 1
         batches[id] = Batch(key: key)

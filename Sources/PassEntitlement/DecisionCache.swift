@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// Permit decisions kept in memory per (requestor, mvpd, resource) for a TTL: the LOCAL_CACHE of the
 /// AccessEnabler. Denials are never kept (a user who just subscribed must not wait out a TTL), and the
 /// owner drops a requestor's entries whenever its authenticated profile changes or expires.
@@ -14,7 +16,7 @@ struct DecisionCache: Sendable {
     static let capacity = 10_000
 
     private struct Entry: Sendable {
-        var at: ContinuousClock.Instant
+        var at: MonotonicInstant
         /// Adobe's `source` of the permit (`mvpd`, `degradation`, …), answered with it from the cache.
         var source: String?
     }
@@ -24,13 +26,13 @@ struct DecisionCache: Sendable {
     var count: Int { storedAt.count }
 
     /// The permit for `key` when it is younger than `ttl`, as the decision to answer with.
-    func freshPermit(_ key: Key, now: ContinuousClock.Instant, ttl: Duration) -> ResourceDecision? {
+    func freshPermit(_ key: Key, now: MonotonicInstant, ttl: Duration) -> ResourceDecision? {
         guard let stored = storedAt[key], now - stored.at < ttl else { return nil }
         return ResourceDecision(resource: key.resource, authorized: true, source: stored.source)
     }
 
     /// Keeps a permit (or refreshes its age).
-    mutating func storePermit(_ key: Key, source: String?, now: ContinuousClock.Instant) {
+    mutating func storePermit(_ key: Key, source: String?, now: MonotonicInstant) {
         storedAt[key] = Entry(at: now, source: source)
         if storedAt.count > Self.capacity, let oldest = storedAt.min(by: { $0.value.at < $1.value.at })?.key {
             storedAt[oldest] = nil
@@ -55,12 +57,12 @@ struct DecisionCache: Sendable {
     }
 
     /// Drops entries older than `ttl`.
-    mutating func purge(now: ContinuousClock.Instant, ttl: Duration) {
+    mutating func purge(now: MonotonicInstant, ttl: Duration) {
         storedAt = storedAt.filter { now - $0.value.at < ttl }
     }
 
     /// A requestor's entries with their age, oldest first, for the admin view.
-    func entries(requestor: String, now: ContinuousClock.Instant) -> [(mvpd: String, resource: String, age: Duration)] {
+    func entries(requestor: String, now: MonotonicInstant) -> [(mvpd: String, resource: String, age: Duration)] {
         storedAt.filter { $0.key.requestor == requestor }
             .sorted { ($0.value.at, $0.key.resource) < ($1.value.at, $1.key.resource) }
             .map { (mvpd: $0.key.mvpd, resource: $0.key.resource, age: now - $0.value.at) }

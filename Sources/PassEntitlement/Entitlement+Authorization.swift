@@ -7,7 +7,7 @@ extension Entitlement {
     // MARK: Authentication status, authorization, logout, metadata, provider
 
     /// The answer deadline for a requestor this box serves; nil (and counted) for any other.
-    func answerDeadline(for requestor: String) -> ContinuousClock.Instant? {
+    func answerDeadline(for requestor: String) -> MonotonicInstant? {
         let deadline: Duration? = state.withLock { state in
             guard state.requestors[requestor] != nil else {
                 state.unknownRequestorAnswers += 1

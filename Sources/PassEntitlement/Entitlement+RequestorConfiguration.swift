@@ -10,7 +10,7 @@ extension Entitlement {
 
     /// Nil when the requestor is configured (fetching its configuration now if it is not and no attempt
     /// was made in the last `onDemandConfigurationInterval`); otherwise `requestor_not_configured`.
-    func ensureConfigured(_ requestor: String, deadline: ContinuousClock.Instant) async -> PassFailure? {
+    func ensureConfigured(_ requestor: String, deadline: MonotonicInstant) async -> PassFailure? {
         let now = clock.now()
         let (configured, triedRecently) = state.withLock { state -> (Bool, Bool) in
             guard let requestorState = state.requestors[requestor] else { return (false, true) }
@@ -29,7 +29,7 @@ extension Entitlement {
     }
 
     /// `GET /configuration` for one requestor, shared by concurrent askers, with the result recorded.
-    func configure(_ requestor: String, deadline: ContinuousClock.Instant) async {
+    func configure(_ requestor: String, deadline: MonotonicInstant) async {
         _ = await configurations.run(requestor) { [self] in
             state.withLock { $0.requestors[requestor]?.lastConfigurationAttempt = clock.now() }
             let result = await upstream.fetchConfiguration(requestor, deadline: deadline)

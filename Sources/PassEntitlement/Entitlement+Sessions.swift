@@ -1,4 +1,5 @@
 import Logging
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 
@@ -14,7 +15,7 @@ extension Entitlement {
     /// With `ignoringHeld`, a profile held is not taken either: Adobe is asked.
     func session(
         for requestor: String,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         fresh: Bool = false,
         ignoringHeld: Bool = false
     ) async -> UpstreamResult<AuthenticatedProfile> {

@@ -6,7 +6,7 @@ import Synchronization
 /// How the watcher is getting on with one pending sign-in. Not kept across restarts: a resumed code is
 /// checked again from the start.
 struct SignInPoll: Sendable, Hashable {
-    var nextAt: ContinuousClock.Instant
+    var nextAt: MonotonicInstant
     /// After a restart: ask `GET sessions/{code}` whether the code still stands before polling.
     var needsStatusCheck: Bool
     /// Polls in a row that got no answer, for the back-off.
@@ -59,7 +59,7 @@ extension Entitlement {
     }
 
     /// `POST sessions`, then keeps the code, tells subscribers and wakes the watcher.
-    private func startSignIn(_ request: SignInRequest, deadline: ContinuousClock.Instant) async -> SignInAnswer {
+    private func startSignIn(_ request: SignInRequest, deadline: MonotonicInstant) async -> SignInAnswer {
         let requestor = request.requestor
         let mvpd = request.mvpd ?? state.withLock { $0.requestors[requestor]?.selectedProvider }
         let created = await upstream.createSession(

@@ -175,7 +175,7 @@ public final class Entitlement: Sendable {
         return .decisions(decisions)
     }
 
-    private func decide(_ command: PreauthorizeCommand, deadline: ContinuousClock.Instant) async -> Decided {
+    private func decide(_ command: PreauthorizeCommand, deadline: MonotonicInstant) async -> Decided {
         let requestor = command.requestor
         if let failure = await ensureConfigured(requestor, deadline: deadline) {
             return Decided(answer: .failure(failure))

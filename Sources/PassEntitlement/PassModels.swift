@@ -113,12 +113,12 @@ struct AccessToken: Sendable, Hashable {
     /// A secret: never logged, never shown.
     var value: String
     /// When to get the next one: 60 s or a fifth of the lifetime (the smaller) before expiry.
-    var refreshAt: ContinuousClock.Instant
-    var expiresAt: ContinuousClock.Instant
+    var refreshAt: MonotonicInstant
+    var expiresAt: MonotonicInstant
     /// Wall-clock expiry, for the admin view.
     var expiresAtEpochMilliseconds: Int64
 
-    init(value: String, lifetime: Duration, now: ContinuousClock.Instant, epochMilliseconds: Int64) {
+    init(value: String, lifetime: Duration, now: MonotonicInstant, epochMilliseconds: Int64) {
         self.value = value
         let margin = min(Duration.seconds(60), lifetime / 5)
         refreshAt = now + lifetime - margin

@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// What the agent holds for Adobe Pass, as typed values: the agent writes it as `auth.list`'s JSON
 /// (PassReplies.swift), and `status` and systemd's status line read the fields they need. No secret is in it.
 ///

@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// Everything the `Entitlement` shares between the agent's I/O thread and its tasks, behind one mutex.
 struct PassState: Sendable {
     var configuration: PassConfiguration
@@ -30,9 +32,9 @@ enum SessionState: Sendable, Hashable {
     /// A profile, kept until its `notAfter`.
     case authenticated(AuthenticatedProfile)
     /// No profile, as of `checkedAt` (kept for `sessionRecheckInterval`).
-    case missing(checkedAt: ContinuousClock.Instant)
+    case missing(checkedAt: MonotonicInstant)
     /// The profile expired, as of `checkedAt` (kept for `sessionRecheckInterval`).
-    case expired(mvpd: String?, checkedAt: ContinuousClock.Instant)
+    case expired(mvpd: String?, checkedAt: MonotonicInstant)
 
     /// The name shown and published.
     var name: String {
@@ -91,9 +93,9 @@ struct RequestorState: Sendable {
     /// The last configuration failure, for the admin view and the `requestor_not_configured` message.
     var configurationError: String?
     var configurationAttempts = 0
-    var lastConfigurationAttempt: ContinuousClock.Instant?
+    var lastConfigurationAttempt: MonotonicInstant?
     /// When the background loop tries again after a failure.
-    var nextConfigurationAttempt: ContinuousClock.Instant?
+    var nextConfigurationAttempt: MonotonicInstant?
     var session = SessionState.unknown
     var counters = AnswerCounters()
 

@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import UpstreamHTTP
 
@@ -32,7 +33,7 @@ extension PassUpstream {
         mvpd: String?,
         redirectUrl: String?,
         domainName: String?,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<SessionAnswer> {
         var fields: [(name: String, value: String)] = []
         if let mvpd { fields.append((name: "mvpd", value: mvpd)) }
@@ -70,7 +71,7 @@ extension PassUpstream {
     func sessionStatus(
         _ requestor: String,
         code: String,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<SessionStatus> {
         let exchanged = await restCall(.sessionStatus, deadline: deadline) { settings, token in
             HTTPRequest(
@@ -94,7 +95,7 @@ extension PassUpstream {
     func profilesForCode(
         _ requestor: String,
         code: String,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<[AuthenticatedProfile]> {
         let exchanged = await restCall(.profileForCode, deadline: deadline) { settings, token in
             HTTPRequest(
@@ -113,7 +114,7 @@ extension PassUpstream {
         _ requestor: String,
         mvpd: String,
         resource: String,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<AuthorizationDecision> {
         let body = JSONWriter.encode(["resources": [.string(resource)]])
         let exchanged = await restCall(.authorize, deadline: deadline) { settings, token in
@@ -136,7 +137,7 @@ extension PassUpstream {
         _ requestor: String,
         mvpd: String,
         redirectUrl: String?,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<LogoutAction> {
         let query =
             redirectUrl.map {

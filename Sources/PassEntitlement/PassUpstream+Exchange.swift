@@ -11,7 +11,7 @@ extension PassUpstream {
     /// refuses the token (401 `invalid_access_token_*`).
     func restCall(
         _ operation: PassOperation,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         build: @escaping @Sendable (UpstreamSettings, AccessToken) async -> HTTPRequest
     ) async -> Result<(response: HTTPResponse, settings: UpstreamSettings), PassFailure> {
         var refreshed = false
@@ -44,7 +44,7 @@ extension PassUpstream {
     /// sends again while the deadline allows.
     func exchange(
         _ operation: PassOperation,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         build: @Sendable (UpstreamSettings) async -> HTTPRequest
     ) async -> Result<(response: HTTPResponse, settings: UpstreamSettings), PassFailure> {
         var throttled = 0
@@ -117,7 +117,7 @@ extension PassUpstream {
     )
 
     /// Waits for this request's pacing slot; a failure when none comes before the deadline.
-    private func waitForSlot(deadline: ContinuousClock.Instant) async -> PassFailure? {
+    private func waitForSlot(deadline: MonotonicInstant) async -> PassFailure? {
         while true {
             let now = clock.now()
             guard let slot = pacer.withLock({ $0.reserve(now: now, deadline: deadline) }) else {

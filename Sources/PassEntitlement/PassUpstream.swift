@@ -41,7 +41,7 @@ final class PassUpstream: Sendable {
     // MARK: DCR
 
     /// `POST /o/client/register`.
-    func register(deadline: ContinuousClock.Instant) async -> Result<Registration, PassFailure> {
+    func register(deadline: MonotonicInstant) async -> Result<Registration, PassFailure> {
         let exchanged = await exchange(.register, deadline: deadline) { settings in
             let body: JSONValue = [
                 "software_statement": .string(settings.configuration.softwareStatement),
@@ -94,7 +94,7 @@ final class PassUpstream: Sendable {
     /// documentation as a form body; a body keeps the client secret out of URLs and logs).
     func requestToken(
         _ registration: Registration,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> Result<AccessToken, TokenFailure> {
         let exchanged = await exchange(.token, deadline: deadline) { settings in
             HTTPRequest(
@@ -148,7 +148,7 @@ final class PassUpstream: Sendable {
     /// `GET /api/v2/{serviceProvider}/configuration`.
     func fetchConfiguration(
         _ requestor: String,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<RequestorConfiguration> {
         let exchanged = await restCall(.configuration, deadline: deadline) { settings, token in
             HTTPRequest(
@@ -164,7 +164,7 @@ final class PassUpstream: Sendable {
     /// `GET /api/v2/{serviceProvider}/profiles`.
     func fetchProfiles(
         _ requestor: String,
-        deadline: ContinuousClock.Instant
+        deadline: MonotonicInstant
     ) async -> UpstreamResult<[AuthenticatedProfile]> {
         let exchanged = await restCall(.profiles, deadline: deadline) { settings, token in
             HTTPRequest(
@@ -191,7 +191,7 @@ final class PassUpstream: Sendable {
         requestor: String,
         mvpd: String,
         bypassRemoteCache: Bool,
-        deadline: ContinuousClock.Instant,
+        deadline: MonotonicInstant,
         resources: @escaping @Sendable () async -> [String]
     ) async -> UpstreamResult<[String: ResourceDecision]> {
         let exchanged = await restCall(.preauthorize, deadline: deadline) { settings, token in

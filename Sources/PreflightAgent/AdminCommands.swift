@@ -114,7 +114,7 @@ extension CommandDispatcher {
             "propertyToken": offer.property.map { .string($0) } ?? .null,
             "bytes": .integer(Int64(offer.bytes)),
             "cachedAtMs": .integer(offer.cachedAtEpochMs),
-            "ageMs": .integer(milliseconds(ContinuousClock.now - offer.cachedAt)),
+            "ageMs": .integer(milliseconds(MonotonicInstant.now - offer.cachedAt)),
             "hits": .integer(Int64(offer.hits)),
             "tokens": .integer(Int64(offer.eventTokens.count)),
             "options": .integer(Int64(offer.optionInfo.count)),

@@ -17,7 +17,7 @@ import Glibc
 
 /// What the agent knows about itself, for `ping` and `status`. Shared by the I/O thread and async code.
 public final class AgentRuntime: Sendable {
-    public let startedAt = ContinuousClock.now
+    public let startedAt = MonotonicInstant.now
     private let startedAtNanoseconds = SystemClock.monotonicNanoseconds()
     public let startedAtWallClock = Date()
     public let configurationPath: String?

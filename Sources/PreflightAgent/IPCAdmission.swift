@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// Bounds on work waiting on the network, so a flood cannot grow memory or tasks without bound, and
 /// one app cannot take every place.
 public struct AdmissionLimits: Sendable, Equatable {
@@ -21,7 +23,7 @@ public struct IPCAdmission: Sendable {
         case idle
         case running
         /// New requests get `shutting_down`; the loop ends once in-flight work has replied or at the deadline.
-        case draining(deadline: ContinuousClock.Instant)
+        case draining(deadline: MonotonicInstant)
         case stopped
     }
 
@@ -72,7 +74,7 @@ public struct IPCAdmission: Sendable {
     }
 
     /// A stop was asked for at `now`: a running server drains until `grace` has passed.
-    public mutating func stop(now: ContinuousClock.Instant, grace: Duration) -> StopAction {
+    public mutating func stop(now: MonotonicInstant, grace: Duration) -> StopAction {
         switch phase {
         case .idle, .stopped:
             return .returnNow
@@ -91,7 +93,7 @@ public struct IPCAdmission: Sendable {
     }
 
     /// Whether the I/O loop may end now: draining, and every admitted work has replied or the grace is over.
-    public func drainIsOver(now: ContinuousClock.Instant) -> Bool {
+    public func drainIsOver(now: MonotonicInstant) -> Bool {
         guard case .draining(let deadline) = phase else { return false }
         return inFlight == 0 || now >= deadline
     }

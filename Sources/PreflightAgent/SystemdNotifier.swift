@@ -171,14 +171,14 @@ private struct NotifyAddress: Sendable {
 public struct WatchdogPacer: Sendable {
     /// Time between pings: `SystemdNotifier.watchdogInterval(_:)`, already half of `WATCHDOG_USEC`.
     public let interval: Duration
-    private var lastPing: ContinuousClock.Instant?
+    private var lastPing: MonotonicInstant?
 
     public init(interval: Duration) {
         self.interval = interval
     }
 
     /// True when a ping is due at `now`; records it as sent.
-    public mutating func shouldPing(now: ContinuousClock.Instant) -> Bool {
+    public mutating func shouldPing(now: MonotonicInstant) -> Bool {
         if let lastPing, now - lastPing < interval { return false }
         lastPing = now
         return true
@@ -208,7 +208,7 @@ public final class SystemdWatchdog: Sendable {
     }
 
     /// Call every loop turn; pings when the interval has passed since the last ping.
-    public func tick(now: ContinuousClock.Instant = .now) {
+    public func tick(now: MonotonicInstant = .now) {
         if pacer.withLock({ $0.shouldPing(now: now) }) {
             notifier.watchdog()
         }

@@ -15,7 +15,7 @@ import Darwin
 /// (timestamps sent upstream or shown to people).
 public protocol AgentClock: Sendable {
     /// Monotonic time.
-    func now() -> ContinuousClock.Instant
+    func now() -> MonotonicInstant
     /// Wall-clock milliseconds since the Unix epoch.
     func epochMilliseconds() -> Int64
     /// Suspends for a span of `now()` time; throws `CancellationError` when the task is cancelled.
@@ -26,7 +26,7 @@ public protocol AgentClock: Sendable {
 public struct SystemClock: AgentClock {
     public init() {}
 
-    public func now() -> ContinuousClock.Instant { .now }
+    public func now() -> MonotonicInstant { .now }
 
     public func epochMilliseconds() -> Int64 { Self.wallMilliseconds() }
 
@@ -49,7 +49,89 @@ public struct SystemClock: AgentClock {
     }
 }
 
+/// A point in time on the agent's monotonic clock: nanoseconds of `CLOCK_BOOTTIME`, the clock
+/// `ContinuousClock` reads on Linux (it goes on counting while a box is in standby, so an offer's time to
+/// live is spent in standby too).
+///
+/// Ours, not `ContinuousClock.Instant`: the standard library's type is resilient (its layout is hidden
+/// outside the library), so each copy, comparison and optional of it, and of every tuple or struct that held
+/// it, went through its run-time metadata's value witnesses, and reading the clock through a call that made
+/// a `Duration` in 128-bit arithmetic: about 500 instructions per cached load (tools/bench --profile). This
+/// one is an integer the compiler sees through.
+@frozen
+public struct MonotonicInstant: InstantProtocol, Hashable, Sendable {
+    /// Nanoseconds since the clock's origin (the box's boot).
+    public var nanoseconds: Int64
+
+    @inlinable
+    public init(nanoseconds: Int64) {
+        self.nanoseconds = nanoseconds
+    }
+
+    /// The clock now.
+    @inlinable
+    public static var now: MonotonicInstant {
+        var now = timespec()
+        clock_gettime(monotonicClockID, &now)
+        return MonotonicInstant(nanoseconds: Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec))
+    }
+
+    #if os(Linux)
+    @usableFromInline static let monotonicClockID = CLOCK_BOOTTIME
+    #else
+    @usableFromInline static let monotonicClockID = CLOCK_MONOTONIC_RAW
+    #endif
+
+    /// Saturates rather than trapping: a duration of "for ever" (`.seconds(Int64.max)`) is an instant no clock
+    /// reaches.
+    @inlinable
+    public func advanced(by duration: Duration) -> MonotonicInstant {
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatingNanoseconds)
+        return MonotonicInstant(nanoseconds: overflow ? (duration < .zero ? .min : .max) : sum)
+    }
+
+    @inlinable
+    public func duration(to other: MonotonicInstant) -> Duration {
+        .nanoseconds(other.nanoseconds &- nanoseconds)
+    }
+
+    /// Whole milliseconds from `earlier` to this instant, rounded towards zero, without a `Duration`.
+    @inlinable
+    public func milliseconds(since earlier: MonotonicInstant) -> Int64 {
+        (nanoseconds &- earlier.nanoseconds) / 1_000_000
+    }
+
+    @inlinable
+    public static func < (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Bool {
+        lhs.nanoseconds < rhs.nanoseconds
+    }
+
+    @inlinable
+    public static func + (lhs: MonotonicInstant, rhs: Duration) -> MonotonicInstant { lhs.advanced(by: rhs) }
+
+    @inlinable
+    public static func += (lhs: inout MonotonicInstant, rhs: Duration) { lhs = lhs.advanced(by: rhs) }
+
+    @inlinable
+    public static func - (lhs: MonotonicInstant, rhs: Duration) -> MonotonicInstant {
+        lhs.advanced(by: .zero - rhs)
+    }
+
+    @inlinable
+    public static func -= (lhs: inout MonotonicInstant, rhs: Duration) { lhs = lhs - rhs }
+
+    @inlinable
+    public static func - (lhs: MonotonicInstant, rhs: MonotonicInstant) -> Duration { rhs.duration(to: lhs) }
+}
+
 extension Duration {
+    /// Whole nanoseconds, rounded towards zero; `Int64.max` or `.min` beyond what 64 bits hold (292 years).
+    @inlinable
+    public var saturatingNanoseconds: Int64 {
+        let nanoseconds = attoseconds / 1_000_000_000
+        return Int64(exactly: nanoseconds) ?? (nanoseconds < 0 ? .min : .max)
+    }
+
     /// Whole milliseconds, rounded towards zero.
     public var wholeMilliseconds: Int64 {
         let (seconds, attoseconds) = components

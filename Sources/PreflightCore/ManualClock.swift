@@ -16,7 +16,7 @@ public final class ManualClock: AgentClock {
     }
 
     private let state = Mutex(State())
-    private let origin = ContinuousClock.now
+    private let origin = MonotonicInstant.now
     /// Wall time at the start; by default 2025-10-09T10:13:20Z.
     public let epochOrigin: Int64
 
@@ -24,7 +24,7 @@ public final class ManualClock: AgentClock {
         self.epochOrigin = epochOrigin
     }
 
-    public func now() -> ContinuousClock.Instant { origin + state.withLock { $0.elapsed } }
+    public func now() -> MonotonicInstant { origin + state.withLock { $0.elapsed } }
 
     public func epochMilliseconds() -> Int64 {
         state.withLock { epochOrigin + $0.wallStepMs + $0.elapsed.wholeMilliseconds }

@@ -25,9 +25,9 @@ public struct UpstreamCircuit: Sendable, Equatable {
 
     public private(set) var consecutiveFailures = 0
     /// Since when the upstream is down; nil while up.
-    public private(set) var downSince: ContinuousClock.Instant?
+    public private(set) var downSince: MonotonicInstant?
     /// When the next probe may go, while down.
-    public private(set) var nextProbeAt: ContinuousClock.Instant?
+    public private(set) var nextProbeAt: MonotonicInstant?
     private var probeInFlight = false
     private var probes = 0
     public let threshold: Int
@@ -46,7 +46,7 @@ public struct UpstreamCircuit: Sendable, Equatable {
     public var isDown: Bool { downSince != nil }
 
     /// Whether a call may go now.
-    public mutating func permit(now: ContinuousClock.Instant) -> Permission {
+    public mutating func permit(now: MonotonicInstant) -> Permission {
         guard isDown else { return .call }
         guard !probeInFlight, let nextProbeAt, now >= nextProbeAt else { return .refuse }
         probeInFlight = true
@@ -54,12 +54,12 @@ public struct UpstreamCircuit: Sendable, Equatable {
     }
 
     /// Whether a probe is due and none is out: the background prober's cue when no call comes.
-    public func probeDue(now: ContinuousClock.Instant) -> Bool {
+    public func probeDue(now: MonotonicInstant) -> Bool {
         isDown && !probeInFlight && nextProbeAt.map { now >= $0 } == true
     }
 
     /// The upstream answered (any status).
-    public mutating func answered(now: ContinuousClock.Instant, wasProbe: Bool) -> Transition? {
+    public mutating func answered(now: MonotonicInstant, wasProbe: Bool) -> Transition? {
         consecutiveFailures = 0
         if wasProbe { probeInFlight = false }
         guard let downSince else { return nil }
@@ -71,7 +71,7 @@ public struct UpstreamCircuit: Sendable, Equatable {
     }
 
     /// The call got no answer.
-    public mutating func unanswered(now: ContinuousClock.Instant, wasProbe: Bool) -> Transition? {
+    public mutating func unanswered(now: MonotonicInstant, wasProbe: Bool) -> Transition? {
         consecutiveFailures += 1
         if isDown {
             if wasProbe {

@@ -20,7 +20,7 @@ public final class UpstreamTime: AgentClock {
         /// The upstream's epoch milliseconds at monotonic instant `anchor`; nil when the box's clock agreed
         /// within the tolerance and is used as it is.
         var anchorEpochMs: Int64?
-        var anchor: ContinuousClock.Instant?
+        var anchor: MonotonicInstant?
     }
 
     private let inner: any AgentClock
@@ -47,11 +47,11 @@ public final class UpstreamTime: AgentClock {
 
     /// Learns from one response: `dateHeader` as the upstream sent it, `receivedAt` the monotonic instant
     /// the response arrived. An unreadable header teaches nothing.
-    public func learn(dateHeader: String, receivedAt: ContinuousClock.Instant) {
+    public func learn(dateHeader: String, receivedAt: MonotonicInstant) {
         guard let seconds = Self.parseHTTPDate(dateHeader) else { return }
         // The header truncates to the second: the real time was somewhere in that second.
         let upstreamMs = seconds * 1000 + 500
-        let boxMs = inner.epochMilliseconds() - (inner.now() - receivedAt).wholeMilliseconds
+        let boxMs = inner.epochMilliseconds() - inner.now().milliseconds(since: receivedAt)
         let offsetMs = upstreamMs - boxMs
         let agrees = abs(offsetMs) <= tolerance.wholeMilliseconds
         state.withLock {
@@ -64,29 +64,29 @@ public final class UpstreamTime: AgentClock {
         }
     }
 
-    public func now() -> ContinuousClock.Instant { inner.now() }
+    public func now() -> MonotonicInstant { inner.now() }
 
     /// The real wall time as best known: the upstream's, when the box's clock is off.
     public func epochMilliseconds() -> Int64 { epochMilliseconds(at: inner.now()) }
 
     /// The real wall time at a monotonic instant of this run (for stamping something that happened
     /// earlier, before the correction was known).
-    public func epochMilliseconds(at instant: ContinuousClock.Instant) -> Int64 {
+    public func epochMilliseconds(at instant: MonotonicInstant) -> Int64 {
         stamp(at: instant).epochMs
     }
 
     /// The real wall time at `instant` and whether it is the box's own clock, unconfirmed because no
     /// upstream has told the time yet (something stamped so is stamped again once one has), in one look.
-    public func stamp(at instant: ContinuousClock.Instant) -> (epochMs: Int64, byBoxClock: Bool) {
+    public func stamp(at instant: MonotonicInstant) -> (epochMs: Int64, byBoxClock: Bool) {
         let correction = state.withLock { $0 }
         if let correction, let anchor = correction.anchor, let anchorEpochMs = correction.anchorEpochMs {
-            return (anchorEpochMs + (instant - anchor).wholeMilliseconds, false)
+            return (anchorEpochMs + instant.milliseconds(since: anchor), false)
         }
-        return (inner.epochMilliseconds() - (inner.now() - instant).wholeMilliseconds, correction == nil)
+        return (inner.epochMilliseconds() - inner.now().milliseconds(since: instant), correction == nil)
     }
 
     /// `stamp(at: now())` with each clock read once: the cached load's path.
-    public func stampNow() -> (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool) {
+    public func stampNow() -> (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool) {
         let now = inner.now()
         switch mode.load(ordering: .acquiring) {
         case 0: return (now, inner.epochMilliseconds(), true)
@@ -95,7 +95,7 @@ public final class UpstreamTime: AgentClock {
         }
         let correction = state.withLock { $0 }
         if let correction, let anchor = correction.anchor, let anchorEpochMs = correction.anchorEpochMs {
-            return (now, anchorEpochMs + (now - anchor).wholeMilliseconds, false)
+            return (now, anchorEpochMs + now.milliseconds(since: anchor), false)
         }
         return (now, inner.epochMilliseconds(), correction == nil)
     }

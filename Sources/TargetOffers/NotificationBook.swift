@@ -11,7 +11,7 @@ struct NotificationBook: Sendable {
     private(set) var inFlight = InFlightNotifications()
     private(set) var counters = NotificationQueue.Counters()
     private(set) var consecutiveFailures = 0
-    private(set) var retryAt: ContinuousClock.Instant?
+    private(set) var retryAt: MonotonicInstant?
     /// Notifications in a request Target refused as invalid, not yet sent on their own: until they are
     /// settled, none ride along with prefetch or execute work, and they are due at once.
     private(set) var suspects: Set<String> = []
@@ -133,7 +133,7 @@ struct NotificationBook: Sendable {
     mutating func fail(
         _ batch: [DisplayNotification],
         error: String,
-        now: ContinuousClock.Instant,
+        now: MonotonicInstant,
         epochMs: Int64
     ) {
         pending.prepend(contentsOf: batch.filter { inFlight.remove($0) })
@@ -183,7 +183,7 @@ struct NotificationBook: Sendable {
 
     /// Whether a standalone batch should go now: suspects waiting, enough queued, or the oldest has
     /// waited long enough; and no backoff in force.
-    func isDue(batchSize: Int, maxAge: Duration, now: ContinuousClock.Instant, epochMs: Int64) -> Bool {
+    func isDue(batchSize: Int, maxAge: Duration, now: MonotonicInstant, epochMs: Int64) -> Bool {
         guard let oldest = pending.first else { return false }
         if let retryAt, now < retryAt { return false }
         if !suspects.isEmpty { return true }

@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 
@@ -78,7 +79,7 @@ public final class CachedOffer: Sendable {
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
     let notificationFragment: [UInt8]
-    public let cachedAt: ContinuousClock.Instant
+    public let cachedAt: MonotonicInstant
     public let cachedAtEpochMs: Int64
     private let hitCount = Atomic<Int>(0)
 
@@ -93,7 +94,7 @@ public final class CachedOffer: Sendable {
         clickToken: String? = nil,
         data: JSONObject? = nil,
         property: String? = nil,
-        now: ContinuousClock.Instant,
+        now: MonotonicInstant,
         epochMs: Int64,
         decidedOnDevice: Bool = false
     ) {
@@ -335,19 +336,19 @@ public final class PrefetchCache: Sendable {
     }
 
     /// The entry for `key`, counted as a hit and made most recent.
-    public func hit(_ key: OfferKey, now: ContinuousClock.Instant) -> CachedOffer? {
+    public func hit(_ key: OfferKey, now: MonotonicInstant) -> CachedOffer? {
         guard key.property != nil else { return hit(key.name, now: now) }
         return hit { $0.otherProperties[key] }
     }
 
     /// The entry of the configured property for `name`, counted as a hit and made most recent: the cached
     /// load's lookup, hashing the name alone.
-    public func hit(_ name: String, now: ContinuousClock.Instant) -> CachedOffer? {
+    public func hit(_ name: String, now: MonotonicInstant) -> CachedOffer? {
         hit { $0.index[IndexName(name)] }
     }
 
     /// `hit(_:now:)` for a name given as its UTF-8 bytes (a plain load's, read in place): no `String` is made.
-    public func hit(_ name: UnsafeBufferPointer<UInt8>, now: ContinuousClock.Instant) -> CachedOffer? {
+    public func hit(_ name: UnsafeBufferPointer<UInt8>, now: MonotonicInstant) -> CachedOffer? {
         hit { $0.index[IndexName(borrowing: name)] }
     }
 

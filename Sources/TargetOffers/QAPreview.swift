@@ -1,3 +1,5 @@
+import PreflightCore
+
 /// Target's QA mode for the whole box (admin `target.preview`): while a preview is on, every Delivery
 /// request carries `qaMode.token`, so every app shows the activities of a marketer's preview link.
 ///
@@ -9,8 +11,8 @@ public struct QAPreview: Sendable, Equatable {
     public struct Session: Sendable, Equatable {
         /// The preview link's `at_preview_token`, sent as `qaMode.token`.
         public var token: String
-        public var startedAt: ContinuousClock.Instant
-        public var expiresAt: ContinuousClock.Instant
+        public var startedAt: MonotonicInstant
+        public var expiresAt: MonotonicInstant
         /// The `generation` it began with.
         public var generation: Int
 
@@ -37,7 +39,7 @@ public struct QAPreview: Sendable, Equatable {
     public init() {}
 
     /// Starts a preview of `token` for `duration` from `now`, replacing any preview on.
-    public mutating func start(token: String, duration: Duration, now: ContinuousClock.Instant) -> Session {
+    public mutating func start(token: String, duration: Duration, now: MonotonicInstant) -> Session {
         generation += 1
         let started = Session(token: token, startedAt: now, expiresAt: now + duration, generation: generation)
         session = started
@@ -53,7 +55,7 @@ public struct QAPreview: Sendable, Equatable {
     }
 
     /// Ends the preview if its time has run out at `now`; returns it when it did.
-    public mutating func endIfExpired(now: ContinuousClock.Instant) -> Session? {
+    public mutating func endIfExpired(now: MonotonicInstant) -> Session? {
         guard let session, now >= session.expiresAt else { return nil }
         return end()
     }
@@ -66,7 +68,7 @@ public struct QAPreview: Sendable, Equatable {
 
     /// The preview requests made at `now` carry: nil when none is on or its time has run out (even before
     /// `endIfExpired` has noticed).
-    public func active(at now: ContinuousClock.Instant) -> Session? {
+    public func active(at now: MonotonicInstant) -> Session? {
         guard let session, now < session.expiresAt else { return nil }
         return session
     }

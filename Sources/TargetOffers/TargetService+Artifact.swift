@@ -32,7 +32,7 @@ extension TargetService {
         var generator = SystemRandomNumberGenerator()
         var readDisk = false
         // Due at once: the first turn that wants the artifact fetches it.
-        var due: ContinuousClock.Instant? = clock.now()
+        var due: MonotonicInstant? = clock.now()
         while !Task.isCancelled {
             let configuration = self.configuration
             if configuration.decisioningMethod != .serverSide {

@@ -174,7 +174,7 @@ extension TargetService {
         let now = clock.now()
         let (preview, previewGeneration) = previewBox.withLock { ($0.active(at: now), $0.generation) }
         let request = deliveryRequest(work, notifications: batch, visitor: identity, qaModeToken: preview?.token)
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         let result: Result<DeliveryResponse, DeliveryFailure>
         do {
             let response = try await transport.send(request)
@@ -193,7 +193,7 @@ extension TargetService {
             case .connection, .bodyTooLarge, .cancelled: result = .failure(.network(error.description))
             }
         }
-        let elapsed = ContinuousClock.now - started
+        let elapsed = MonotonicInstant.now - started
         let latencyMs = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         let epoch = clock.epochMilliseconds()
         counterBox.withLock { counters in

@@ -45,7 +45,7 @@ extension TargetService {
     public func runGeoPolling() async {
         var generator = SystemRandomNumberGenerator()
         var readDisk = false
-        var due: ContinuousClock.Instant?
+        var due: MonotonicInstant?
         var adopted: String?
         while !Task.isCancelled {
             let configuration = self.configuration

@@ -92,7 +92,7 @@ extension TargetService {
         return cleared
     }
 
-    private func status(of session: QAPreview.Session, now: ContinuousClock.Instant) -> PreviewStatus {
+    private func status(of session: QAPreview.Session, now: MonotonicInstant) -> PreviewStatus {
         PreviewStatus(
             maskedToken: session.maskedToken,
             expiresIn: session.expiresAt - now,

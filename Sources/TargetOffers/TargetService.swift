@@ -84,7 +84,7 @@ public final class TargetService: Sendable {
     let notificationsTemplate = Mutex<DeliveryCodec.NotificationsTemplate?>(nil)
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
     /// by its age once the real time is known. Only displays before the first upstream response are here.
-    let boxClockDisplays = Mutex<[String: ContinuousClock.Instant]>([:])
+    let boxClockDisplays = Mutex<[String: MonotonicInstant]>([:])
     /// Click metrics of mboxes loaded from Target, by name and property (`clickedLocation`), oldest first.
     let loadedClicks = Mutex<OrderedDictionary<OfferKey, LoadedClick>>([:])
     /// Cached offers loaded with `notifyDisplay: false`, by name and property, until `displayedLocations`
@@ -310,7 +310,7 @@ public final class TargetService: Sendable {
         targeting: @autoclosure () -> MboxTargeting,
         profile: [Parameter],
         property: String?,
-        _ stamp: (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool)
+        _ stamp: (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool)
     ) -> (offer: CachedOffer, decided: Bool)? {
         let cached =
             property == nil
@@ -334,7 +334,7 @@ public final class TargetService: Sendable {
         targeting: MboxTargeting?,
         profileParameters: [Parameter],
         notify: Bool,
-        _ stamp: (now: ContinuousClock.Instant, epochMs: Int64, byBoxClock: Bool)
+        _ stamp: (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool)
     ) {
         guard notify else {
             deferDisplay(of: offer, targeting: targeting ?? MboxTargeting(), profileParameters: profileParameters)
@@ -352,7 +352,7 @@ public final class TargetService: Sendable {
 
     /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
     @inline(__always)
-    func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: ContinuousClock.Instant?) {
+    func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: MonotonicInstant?) {
         if let now {
             // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
             // past the queue's capacity a display is stamped again by the offset instead.

@@ -15,8 +15,8 @@ import Foundation
 public final class VisitorSession: Sendable {
     private struct State: Sendable {
         var sessionId: String
-        var lastUsed: ContinuousClock.Instant?
-        var sessionStarted: ContinuousClock.Instant
+        var lastUsed: MonotonicInstant?
+        var sessionStarted: MonotonicInstant
         var tntId: String?
         var edgeHost: String?
         var thirdPartyId: String?
@@ -27,7 +27,7 @@ public final class VisitorSession: Sendable {
         var generation = 0
 
         /// A new session id (and no edge host) when the last request is older than `limit`.
-        mutating func renewIfIdle(now: ContinuousClock.Instant, limit: Duration) {
+        mutating func renewIfIdle(now: MonotonicInstant, limit: Duration) {
             guard let last = lastUsed, now - last > limit else { return }
             sessionId = RandomUUID.make()
             edgeHost = nil
@@ -35,7 +35,7 @@ public final class VisitorSession: Sendable {
             lastUsed = nil
         }
 
-        func snapshot(now: ContinuousClock.Instant) -> Snapshot {
+        func snapshot(now: MonotonicInstant) -> Snapshot {
             Snapshot(
                 sessionId: sessionId,
                 tntId: tntId,

@@ -1,4 +1,5 @@
 import CZeroMQ
+import PreflightCore
 
 #if canImport(Glibc)
 import Glibc
@@ -104,7 +105,7 @@ public struct MessageWaiter {
             return Ready(sockets: unsettled, fileDescriptors: 0)
         }
         slept = true
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         let milliseconds = timeout.map { cachedMilliseconds($0, from: started) }
         let count = try pollRetrying(timeout: timeout, started: started, milliseconds: milliseconds) { milliseconds in
             descriptors.withUnsafeMutableBufferPointer { buffer in
@@ -128,7 +129,7 @@ public struct MessageWaiter {
 
     /// `timeout` for poll(2), converted once for the timeout the loop asks for on every turn (the conversion
     /// cost about 250 instructions).
-    private mutating func cachedMilliseconds(_ timeout: Duration, from now: ContinuousClock.Instant) -> Int {
+    private mutating func cachedMilliseconds(_ timeout: Duration, from now: MonotonicInstant) -> Int {
         if let lastTimeout, lastTimeout.duration == timeout { return lastTimeout.milliseconds }
         let milliseconds = pollMilliseconds(until: now.advanced(by: max(timeout, .zero)), now: now)
         lastTimeout = (timeout, milliseconds)

@@ -1,4 +1,5 @@
 import CZeroMQ
+import PreflightCore
 
 /// One entry for `poll(_:timeout:)`: a socket or a plain file descriptor (e.g. an eventfd or a pipe).
 ///
@@ -97,18 +98,19 @@ private func wait(
 @inline(__always)
 func pollRetrying(
     timeout: Duration?,
-    started: ContinuousClock.Instant,
+    started: MonotonicInstant,
     milliseconds first: Int?,
     _ poll: (CInt) -> (count: CInt, errno: CInt)
 ) throws(ZeroMQError) -> Int {
-    let end = timeout.map { started.advanced(by: max($0, .zero)) }
+    // The end is worked out only when a call returns without anything: most return with something.
+    var end: MonotonicInstant? { timeout.map { started.advanced(by: max($0, .zero)) } }
     var milliseconds = first ?? end.map { pollMilliseconds(until: $0, now: started) } ?? -1
     while true {
         let (count, code) = poll(CInt(milliseconds))
         if count > 0 { return Int(count) }
         if count < 0, code != EINTR { throw ZeroMQError(code: code) }
         guard let end else { continue }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         if now >= end { return 0 }
         milliseconds = pollMilliseconds(until: end, now: now)
     }
@@ -116,19 +118,11 @@ func pollRetrying(
 
 /// The time from `now` to `deadline` in whole milliseconds, rounded up so that a sub-millisecond remainder still
 /// waits instead of spinning, and capped at `Int32.max` because zmq_poll hands it on to poll(2) as a C `int`.
-func pollMilliseconds(until deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Int {
-    let remaining = now.duration(to: deadline)
-    guard remaining > .zero else {
-        return 0
-    }
-    let (seconds, attoseconds) = remaining.components
-    let limit = Int(Int32.max)
-    guard seconds < Int64(limit / 1000) else {
-        return limit
-    }
-    let attosecondsPerMillisecond: Int64 = 1_000_000_000_000_000
-    let fraction = (attoseconds + attosecondsPerMillisecond - 1) / attosecondsPerMillisecond
-    return Int(seconds * 1000 + fraction)
+func pollMilliseconds(until deadline: MonotonicInstant, now: MonotonicInstant) -> Int {
+    let (remaining, overflow) = deadline.nanoseconds.subtractingReportingOverflow(now.nanoseconds)
+    guard !overflow else { return deadline > now ? Int(Int32.max) : 0 }
+    guard remaining > 0 else { return 0 }
+    return Int(min(remaining / 1_000_000 + (remaining % 1_000_000 == 0 ? 0 : 1), Int64(Int32.max)))
 }
 
 /// The version of the libzmq library loaded at run time, e.g. `(4, 3, 4)`.

@@ -1,4 +1,5 @@
 import Foundation
+import PreflightCore
 import PreflightProtocol
 import StateFiles
 import Testing
@@ -48,7 +49,7 @@ import Testing
 
 @Test func pacerSpendsTheBurstOnceThenSpacesRequests() {
     var pacer = RequestPacer(pacing: PassPacing(interval: .seconds(1), burst: 2))
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
     let far = start + .seconds(100)
     // One steady slot plus two burst slots go at once.
     #expect(pacer.reserve(now: start, deadline: far) == start)
@@ -68,7 +69,7 @@ import Testing
 
 @Test func pacerHoldsEveryoneBackAfterA429() {
     var pacer = RequestPacer(pacing: PassPacing(interval: .seconds(1), burst: 10))
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
     pacer.block(until: start + .seconds(5))
     #expect(pacer.burstRemaining == 0)
     #expect(pacer.isBlocked(at: start + .seconds(4)))
@@ -79,7 +80,7 @@ import Testing
 
 @Test func decisionCacheServesPermitsForTheirTTLOnlyWithTheirSource() {
     var cache = DecisionCache()
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
     let key = DecisionCache.Key(requestor: "espn", mvpd: "Cablevision", resource: "r1")
     cache.storePermit(key, source: "degradation", now: start)
     #expect(

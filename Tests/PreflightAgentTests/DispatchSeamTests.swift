@@ -1,5 +1,6 @@
 import Logging
 import PassEntitlement
+import PreflightCore
 import PreflightProtocol
 import Synchronization
 import TargetOffers
@@ -96,8 +97,8 @@ final class InProcessIPC: ReplySink {
 
     /// The deferred reply to request `id`, once it has been delivered.
     func reply(to id: String) async throws -> JSONValue {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
+        let deadline = MonotonicInstant.now + .seconds(20)
+        while MonotonicInstant.now < deadline {
             let found = state.withLock { state in
                 state.delivered.lazy.compactMap { try? JSONReader.read($0[$0.count - 1]) }.first {
                     $0["id"] == .string(id)
@@ -240,7 +241,7 @@ final class InProcessIPC: ReplySink {
     }
 
     @Test func stopDrainsUntilWorkRepliedOrTheGraceIsOver() {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var admission = IPCAdmission()
         let beforeStart = admission.stop(now: now, grace: .seconds(1))
         #expect(beforeStart == .returnNow)  // never started

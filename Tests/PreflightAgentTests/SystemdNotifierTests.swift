@@ -1,4 +1,5 @@
 import Foundation
+import PreflightCore
 import Testing
 
 @testable import PreflightAgent
@@ -186,7 +187,7 @@ private func assignments(_ datagram: String?) -> [String: String] {
 
 /// Drives a pacer through loop ticks at `offsets` after one start instant; returns the ticks that pinged.
 private func pings(interval: Duration, ticks offsets: [Duration]) -> [Duration] {
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
     var pacer = WatchdogPacer(interval: interval)
     return offsets.filter { pacer.shouldPing(now: start + $0) }
 }
@@ -223,7 +224,7 @@ private func pings(interval: Duration, ticks offsets: [Duration]) -> [Duration] 
         let watchdog = try #require(
             SystemdWatchdog.fromEnvironment(notifier: notifier, ["WATCHDOG_USEC": "30000000"])
         )
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         watchdog.tick(now: start)
         watchdog.tick(now: start + .seconds(5))
         #expect(listener.nextDatagram() == "WATCHDOG=1")

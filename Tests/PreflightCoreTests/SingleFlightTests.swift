@@ -105,9 +105,9 @@ private struct Failure: Error, Equatable {
     }
 
     private static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = MonotonicInstant.now + .seconds(20)
         while !condition() {
-            guard ContinuousClock.now < deadline else {
+            guard MonotonicInstant.now < deadline else {
                 Issue.record("timed out waiting for \(what)")
                 throw CancellationError()
             }

@@ -3,7 +3,7 @@ import Testing
 
 /// The circuit as a pure value: when an upstream counts as down, what is let through, when it is up.
 @Suite struct UpstreamCircuitTests {
-    private let start = ContinuousClock.now
+    private let start = MonotonicInstant.now
     /// No jitter, so that probe times are exact.
     private func circuit() -> UpstreamCircuit {
         UpstreamCircuit(threshold: 3, probeBackoff: Backoff(base: .seconds(1), doublings: 4, cap: .seconds(10)))

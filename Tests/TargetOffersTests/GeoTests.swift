@@ -180,8 +180,8 @@ private struct FixedGenerator: RandomNumberGenerator {
         transport.answer(HTTPResponse(status: 200, headers: sanFrancisco))
         let poller = Task { await target.runGeoPolling() }
         defer { poller.cancel() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while target.geoStatus.answer == nil, ContinuousClock.now < deadline {
+        let deadline = MonotonicInstant.now + .seconds(20)
+        while target.geoStatus.answer == nil, MonotonicInstant.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(target.geoStatus.answer?.city == "SAN FRANCISCO" && target.geoStatus.source == .network)

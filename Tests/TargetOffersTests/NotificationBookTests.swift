@@ -8,7 +8,7 @@ import Testing
 
 /// The queue's rules as a pure value: no file, no lock, the time passed in.
 @Suite struct NotificationBookTests {
-    private let origin = ContinuousClock.now
+    private let origin = MonotonicInstant.now
     private let epoch: Int64 = 1_800_000_000_000
 
     private func notification(

@@ -66,7 +66,7 @@ private final class PublishedEvents: Sendable {
 }
 
 @Suite struct QAPreviewTests {
-    private let start = ContinuousClock.now
+    private let start = MonotonicInstant.now
 
     @Test func aPreviewIsActiveUntilItsExpiryOnTheMonotonicClock() {
         var preview = QAPreview()

@@ -34,7 +34,7 @@ func offer(
     _ name: String,
     content: String = "<b>hi</b>",
     token: String = "tok",
-    now: ContinuousClock.Instant = .now
+    now: MonotonicInstant = .now
 )
     -> CachedOffer
 {

@@ -1,4 +1,5 @@
 import Foundation
+import PreflightCore
 import PreflightProtocol
 import Testing
 import ZeroMQ
@@ -33,8 +34,8 @@ func waitUntil(
     _ what: String,
     _ condition: () throws -> Bool
 ) throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    let deadline = MonotonicInstant.now + timeout
+    while MonotonicInstant.now < deadline {
         if try condition() { return }
         usleep(5_000)
     }
@@ -48,8 +49,8 @@ func waitFor(
     _ what: String,
     _ condition: () async throws -> Bool
 ) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    let deadline = MonotonicInstant.now + timeout
+    while MonotonicInstant.now < deadline {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(20))
     }
@@ -164,10 +165,10 @@ final class AgentProcess {
     /// Sends a signal and waits for the process to exit; returns how long that took.
     @discardableResult
     func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) throws -> Duration {
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         kill(process.processIdentifier, signal)
         try waitUntil(timeout: timeout, "preflightd to exit") { !process.isRunning }
-        return ContinuousClock.now - started
+        return MonotonicInstant.now - started
     }
 
     deinit {

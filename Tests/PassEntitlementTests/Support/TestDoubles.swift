@@ -303,8 +303,8 @@ struct RecordingLogHandler: LogHandler {
 
 /// Waits for a condition, polling, up to a generous deadline; true when it held.
 func eventually(within limit: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
+    let deadline = MonotonicInstant.now + limit
+    while MonotonicInstant.now < deadline {
         if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(2))
     }
