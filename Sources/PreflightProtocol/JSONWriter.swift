@@ -131,29 +131,37 @@ public struct JSONWriter: Sendable {
 
     /// Writes `number` in decimal at `out` (room for `maxIntegerLength` bytes) and returns how many bytes it
     /// wrote: for a caller that writes a whole item in one buffer (a display notification's timestamp).
+    ///
+    /// Counts the digits first and writes them in place from the end, two at a time: a digit at a
+    /// time through a scratch buffer and a copy cost a 13-digit timestamp about 230 instructions.
     @inlinable
     public static func writeDigits(_ number: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
         var magnitude = number.magnitude
-        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // the digits, written from the end
-        return withUnsafeMutableBytes(of: &scratch) { scratch in
-            var start = scratch.count
-            repeat {
-                start -= 1
-                scratch[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            var length = 0
-            if number < 0 {
-                out[0] = UInt8(ascii: "-")
-                length = 1
-            }
-            let digits = scratch.count - start
-            (out + length).update(
-                from: scratch.baseAddress!.advanced(by: start).assumingMemoryBound(to: UInt8.self),
-                count: digits
-            )
-            return length + digits
+        let sign = number < 0 ? 1 : 0
+        if sign == 1 { out[0] = UInt8(ascii: "-") }
+        // At most 19 digits: 10^19 still fits a UInt64, and |Int64.min| is below it.
+        var count = 1
+        var power: UInt64 = 10
+        while count < 19, magnitude >= power {
+            count += 1
+            power &*= 10
         }
+        var end = out + sign + count
+        while magnitude >= 100 {
+            let pair = UInt8(truncatingIfNeeded: magnitude % 100)
+            magnitude /= 100
+            end -= 2
+            end[0] = UInt8(ascii: "0") &+ pair / 10
+            end[1] = UInt8(ascii: "0") &+ pair % 10
+        }
+        let last = UInt8(truncatingIfNeeded: magnitude)
+        if last >= 10 {
+            end[-2] = UInt8(ascii: "0") &+ last / 10
+            end[-1] = UInt8(ascii: "0") &+ last % 10
+        } else {
+            end[-1] = UInt8(ascii: "0") &+ last
+        }
+        return sign + count
     }
 
     @usableFromInline

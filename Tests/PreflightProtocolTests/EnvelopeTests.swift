@@ -102,6 +102,21 @@ import Testing
         #expect(String(decoding: writer.bytes, as: UTF8.self) == "[abcdefg-12z]}}12345")
     }
 
+    /// Every digit count, both signs and both ends of Int64, against the standard library's own decimal text.
+    @Test func integersAreWrittenAsTheirDecimalText() {
+        var numbers: [Int64] = [0, 9, 10, 99, 100, 101, 1_760_004_800_123, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            numbers += [power - 1, power, power + 1, -(power - 1), -power, -(power + 1)]
+        }
+        for number in numbers {
+            var writer = JSONWriter()
+            writer.writeInteger(number)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(number))
+        }
+    }
+
     @Test func errorReplyHasTheDocumentedShape() throws {
         let error = ProtocolError.invalidArgument("requests[1].name", "name is required")
         let text = String(decoding: Reply.failure(id: nil, error: error), as: UTF8.self)
