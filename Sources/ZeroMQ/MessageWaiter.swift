@@ -43,15 +43,16 @@ public struct MessageWaiter {
             self.fileDescriptors = fileDescriptors
         }
 
-        public func socket(_ index: Int) -> Bool { sockets & (1 << UInt32(index)) != 0 }
-        public func fileDescriptor(_ index: Int) -> Bool { fileDescriptors & (1 << UInt32(index)) != 0 }
+        // Inlinable: the loop asks several times a turn, and a call into this module cost about 20 each.
+        @inlinable public func socket(_ index: Int) -> Bool { sockets & (1 << UInt32(index)) != 0 }
+        @inlinable public func fileDescriptor(_ index: Int) -> Bool { fileDescriptors & (1 << UInt32(index)) != 0 }
     }
 
     /// The sockets' `ZMQ_FD`s first, then the plain descriptors, in the order given.
     private var descriptors: [pollfd]
     private let socketCount: Int
     /// Bit `i`: socket `i` may have a message (not drained since its descriptor signalled or it was used).
-    private var unsettled: UInt32
+    @usableFromInline var unsettled: UInt32
     /// Whether the last `wait` slept in poll(2), as opposed to returning at once for sockets not drained: the
     /// sockets it reported then had their descriptors signal since they were drained, so what they hold is new.
     public private(set) var slept = false
@@ -78,12 +79,14 @@ public struct MessageWaiter {
     }
 
     /// Says that socket `index` was received from until `.wouldBlock`, and nothing else was done with it since.
+    @inlinable
     public mutating func drained(_ index: Int) {
         unsettled &= ~(1 << UInt32(index))
     }
 
     /// Says that socket `index` was sent on (or otherwise used) since it was drained: its descriptor may stay
     /// silent about a message already waiting, so the next wait reports it.
+    @inlinable
     public mutating func used(_ index: Int) {
         unsettled |= 1 << UInt32(index)
     }
