@@ -232,11 +232,18 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         // (tools/bench --profile).
         // nil: none (the plain cached load's), with no value to make, copy and destroy (`MboxTargeting` holds
         // optional product and order parameters: about 680 instructions per load for three copies).
+        // `targeting == nil` was the Equatable `==` of two optionals, which copied both into a tuple (about 150
+        // instructions per load); a `switch` looks at the case in place.
+        var hasTargeting = !profileParameters.isEmpty
+        switch targeting {
+        case .some: hasTargeting = true
+        case .none: break
+        }
         var targetingBytes: [UInt8] = []
         let targetingMembers =
-            targeting == nil && profileParameters.isEmpty
-            ? JSONObject()
-            : DeliveryCodec.targetingJSON(targeting ?? MboxTargeting(), profileParameters: profileParameters)
+            hasTargeting
+            ? DeliveryCodec.targetingJSON(targeting ?? MboxTargeting(), profileParameters: profileParameters)
+            : JSONObject()
         if !targetingMembers.isEmpty {
             var writer = JSONWriter(reservingCapacity: 64 * targetingMembers.count)
             for member in targetingMembers {
