@@ -288,6 +288,29 @@ func onDeviceService(
         #expect(queue.take(max: 10).map(\.id) == [second.id])
     }
 
+    /// Confirmed notifications are handed back for the queueing thread to free, one per `enqueue`, and no more
+    /// than `settledLimit` are held (memory, with no loads coming to take them).
+    @Test func confirmedNotificationsAreFreedByLaterEnqueuesAndBounded() {
+        let queue = NotificationQueue(journalPath: nil, capacity: 1_000, clock: manualClock(), logger: logger)
+        for index in 0..<3 { queue.enqueue(notification("m\(index)")) }
+        let batch = queue.take(max: 10)
+        queue.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
+        #expect(queue.settledCount == 3)
+        queue.enqueue(notification("next"))
+        #expect(queue.settledCount == 2)
+        // A refused one (not confirmed) is not handed back.
+        let unconfirmed = queue.take(max: 10)
+        queue.complete(unconfirmed, acknowledged: [])
+        #expect(queue.settledCount == 2)
+        for index in 0..<200 { queue.enqueue(notification("n\(index)")) }
+        #expect(queue.settledCount == 0)
+        let large = queue.take(max: 500)
+        #expect(large.count == 201)
+        queue.complete(large, acknowledged: AcknowledgedIDs(large.map(\.id)))
+        #expect(queue.settledCount == NotificationQueue.settledLimit)
+        #expect(queue.summary.pending == 0)
+    }
+
     @Test func batchesAreDueByCountOrAge() {
         let manual = manualClock()
         let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
