@@ -43,13 +43,16 @@ public final class NotificationQueue: Sendable {
         var book: NotificationBook
         var journal: NotificationJournal
         /// Notifications Target confirmed, handed back for the thread that queues them (the I/O thread) to let go
-        /// of, one per `enqueue`: see `enqueue`. At most `settledLimit`.
+        /// of, one per `enqueue`: see `enqueue`. At most `settledLimit`; let go by the sender when no `enqueue`
+        /// came for a turn of its loop (`releaseSettledIfIdle`).
         var settled: [DisplayNotification] = []
+        var enqueuedSinceLook = false
     }
 
     /// The most confirmed notifications held for `enqueue` to free (about 400 bytes each); past it, the sender
-    /// frees them as before. Above a batch (50), so that a batch is freed where it was made.
-    static let settledLimit = 64
+    /// frees them as before. The sender sends every due batch back to back once per turn (200 ms), so this
+    /// covers the batches of a turn at up to 10,000 loads a second.
+    static let settledLimit = 2_048
 
     private let state: Mutex<State>
     private let clock: any AgentClock
@@ -87,9 +90,22 @@ public final class NotificationQueue: Sendable {
         let confirmed = state.withLock { state in
             state.journal.add(notification)
             state.journal.acknowledge(state.book.enqueue(notification))
+            state.enqueuedSinceLook = true
             return state.settled.popLast()
         }
         _ = confirmed
+    }
+
+    /// Lets go of the confirmed notifications held for `enqueue` when none came since the last look: loads
+    /// stopped, and nothing would free them. Called by the sender once per turn of its loop.
+    public func releaseSettledIfIdle() {
+        let released = state.withLock { state -> [DisplayNotification] in
+            defer { state.enqueuedSinceLook = false }
+            guard !state.enqueuedSinceLook, !state.settled.isEmpty else { return [] }
+            defer { state.settled = [] }
+            return state.settled
+        }
+        _ = released
     }
 
     /// Writes the journal lines queued since the last commit, in one `write(2)`.

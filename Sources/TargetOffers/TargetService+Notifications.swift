@@ -27,6 +27,7 @@ extension TargetService {
                     ), await sendNotificationBatch()
                 else { break }
             }
+            notifications.releaseSettledIfIdle()
             notifications.compactJournalIfLarge()
             if clock.now() - lastSync >= .seconds(1) {
                 notifications.syncJournal()

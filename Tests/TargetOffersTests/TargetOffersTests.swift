@@ -288,10 +288,10 @@ func onDeviceService(
         #expect(queue.take(max: 10).map(\.id) == [second.id])
     }
 
-    /// Confirmed notifications are handed back for the queueing thread to free, one per `enqueue`, and no more
-    /// than `settledLimit` are held (memory, with no loads coming to take them).
+    /// Confirmed notifications are handed back for the queueing thread to free, one per `enqueue`; no more than
+    /// `settledLimit` are held, and none once a look finds no load came since the last (memory, idle).
     @Test func confirmedNotificationsAreFreedByLaterEnqueuesAndBounded() {
-        let queue = NotificationQueue(journalPath: nil, capacity: 1_000, clock: manualClock(), logger: logger)
+        let queue = NotificationQueue(journalPath: nil, capacity: 5_000, clock: manualClock(), logger: logger)
         for index in 0..<3 { queue.enqueue(notification("m\(index)")) }
         let batch = queue.take(max: 10)
         queue.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
@@ -307,8 +307,18 @@ func onDeviceService(
         let large = queue.take(max: 500)
         #expect(large.count == 201)
         queue.complete(large, acknowledged: AcknowledgedIDs(large.map(\.id)))
-        #expect(queue.settledCount == NotificationQueue.settledLimit)
+        #expect(queue.settledCount == 201)
         #expect(queue.summary.pending == 0)
+        // Held while loads come (each frees one), let go after a look with none since the last.
+        queue.releaseSettledIfIdle()
+        #expect(queue.settledCount == 201)
+        queue.releaseSettledIfIdle()
+        #expect(queue.settledCount == 0)
+        // Never more than the limit.
+        for index in 0..<(NotificationQueue.settledLimit + 10) { queue.enqueue(notification("o\(index)")) }
+        let all = queue.take(max: NotificationQueue.settledLimit + 10)
+        queue.complete(all, acknowledged: AcknowledgedIDs(all.map(\.id)))
+        #expect(queue.settledCount == NotificationQueue.settledLimit)
     }
 
     @Test func batchesAreDueByCountOrAge() {
