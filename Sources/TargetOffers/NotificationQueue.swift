@@ -42,14 +42,14 @@ public final class NotificationQueue: Sendable {
     private struct State: Sendable {
         var book: NotificationBook
         var journal: NotificationJournal
-        /// Notifications Target confirmed, handed back for the thread that queues them (the I/O thread) to let go
-        /// of, one per `enqueue`: see `enqueue`. At most `settledLimit`; let go by the sender when no `enqueue`
+        /// Notifications the sender is done with (`recycle`), for the thread that queues them (the I/O thread) to
+        /// let go of, one per `enqueue`: see `enqueue`. At most `settledLimit`; let go by the sender when no `enqueue`
         /// came for a turn of its loop (`releaseSettledIfIdle`).
         var settled: [DisplayNotification] = []
         var enqueuedSinceLook = false
     }
 
-    /// The most confirmed notifications held for `enqueue` to free (about 400 bytes each); past it, the sender
+    /// The most sent notifications held for `enqueue` to free (about 400 bytes each); past it, the sender
     /// frees them as before. The sender sends every due batch back to back once per turn (200 ms), so this
     /// covers the batches of a turn at up to 10,000 loads a second.
     static let settledLimit = 2_048
@@ -81,22 +81,35 @@ public final class NotificationQueue: Sendable {
     /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
     /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
     ///
-    /// Each call also takes one notification Target has confirmed (`complete`) and lets it go here, after the
+    /// Each call also takes one notification the sender is done with (`recycle`) and lets it go here, after the
     /// lock: a notification made on one thread and freed on another cost glibc's allocator about 500
     /// instructions on the I/O thread (its own cache of freed blocks stayed empty, so each new one came from the
     /// arena) and about 300 on the sender (its frees went past its cache, into the other thread's arena). One
     /// freed before each one made keeps the I/O thread's cache in step: both take its fast path.
     public func enqueue(_ notification: DisplayNotification) {
-        let confirmed = state.withLock { state in
+        let sent = state.withLock { state in
             state.journal.add(notification)
             state.journal.acknowledge(state.book.enqueue(notification))
             state.enqueuedSinceLook = true
             return state.settled.popLast()
         }
-        _ = confirmed
+        _ = sent
     }
 
-    /// Lets go of the confirmed notifications held for `enqueue` when none came since the last look: loads
+    /// Takes a batch the sender is done with (sent and settled, or put back), its elements moved out, for
+    /// `enqueue` to let go of: `batch` must be the caller's last reference to them, so that the one held here
+    /// is the last (one still queued, put back after a failure, has the queue's too, and is freed later
+    /// wherever its last reference goes).
+    public func recycle(_ batch: inout [DisplayNotification]) {
+        state.withLock { state in
+            while state.settled.count < Self.settledLimit, let notification = batch.popLast() {
+                state.settled.append(notification)
+            }
+        }
+        batch = []
+    }
+
+    /// Lets go of the sent notifications held for `enqueue` when none came since the last look: loads
     /// stopped, and nothing would free them. Called by the sender once per turn of its loop.
     public func releaseSettledIfIdle() {
         let released = state.withLock { state -> [DisplayNotification] in
@@ -158,13 +171,9 @@ public final class NotificationQueue: Sendable {
     public func complete(_ batch: [DisplayNotification], acknowledged: AcknowledgedIDs) {
         guard !batch.isEmpty else { return }
         state.withLock { state in
-            let confirmed = state.book.complete(batch, acknowledged: acknowledged)
-            state.journal.acknowledge(confirmed)
+            state.journal.acknowledge(state.book.complete(batch, acknowledged: acknowledged))
             state.journal.commit()
             if state.book.isIdle { state.journal.truncateIfLong() }
-            // For the queueing thread to free (`enqueue`); the caller's batch goes soon after this returns, so
-            // the last reference to each is then the one held here.
-            state.settled.append(contentsOf: confirmed.prefix(Self.settledLimit - state.settled.count))
         }
     }
 
@@ -190,7 +199,7 @@ public final class NotificationQueue: Sendable {
         try? file?.sync()
     }
 
-    /// How many confirmed notifications wait for `enqueue` to free them (tests).
+    /// How many sent notifications wait for `enqueue` to free them (tests).
     var settledCount: Int { state.withLock { $0.settled.count } }
 
     public var summary: Summary {
