@@ -42,17 +42,7 @@ public final class NotificationQueue: Sendable {
     private struct State: Sendable {
         var book: NotificationBook
         var journal: NotificationJournal
-        /// Notifications the sender is done with (`recycle`), for the thread that queues them (the I/O thread) to
-        /// let go of, one per `enqueue`: see `enqueue`. At most `settledLimit`; let go by the sender when no `enqueue`
-        /// came for a turn of its loop (`releaseSettledIfIdle`).
-        var settled: [DisplayNotification] = []
-        var enqueuedSinceLook = false
     }
-
-    /// The most sent notifications held for `enqueue` to free (about 400 bytes each); past it, the sender
-    /// frees them as before. The sender sends every due batch back to back once per turn (200 ms), so this
-    /// covers the batches of a turn at up to 10,000 loads a second.
-    static let settledLimit = 2_048
 
     private let state: Mutex<State>
     private let clock: any AgentClock
@@ -80,45 +70,11 @@ public final class NotificationQueue: Sendable {
     /// `commitJournal()`: the I/O thread commits once per batch of requests, before it sends their
     /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
     /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
-    ///
-    /// Each call also takes one notification the sender is done with (`recycle`) and lets it go here, after the
-    /// lock: a notification made on one thread and freed on another cost glibc's allocator about 500
-    /// instructions on the I/O thread (its own cache of freed blocks stayed empty, so each new one came from the
-    /// arena) and about 300 on the sender (its frees went past its cache, into the other thread's arena). One
-    /// freed before each one made keeps the I/O thread's cache in step: both take its fast path.
     public func enqueue(_ notification: DisplayNotification) {
-        let sent = state.withLock { state in
+        state.withLock { state in
             state.journal.add(notification)
             state.journal.acknowledge(state.book.enqueue(notification))
-            state.enqueuedSinceLook = true
-            return state.settled.popLast()
         }
-        _ = sent
-    }
-
-    /// Takes a batch the sender is done with (sent and settled, or put back), its elements moved out, for
-    /// `enqueue` to let go of: `batch` must be the caller's last reference to them, so that the one held here
-    /// is the last (one still queued, put back after a failure, has the queue's too, and is freed later
-    /// wherever its last reference goes).
-    public func recycle(_ batch: inout [DisplayNotification]) {
-        state.withLock { state in
-            while state.settled.count < Self.settledLimit, let notification = batch.popLast() {
-                state.settled.append(notification)
-            }
-        }
-        batch = []
-    }
-
-    /// Lets go of the sent notifications held for `enqueue` when none came since the last look: loads
-    /// stopped, and nothing would free them. Called by the sender once per turn of its loop.
-    public func releaseSettledIfIdle() {
-        let released = state.withLock { state -> [DisplayNotification] in
-            defer { state.enqueuedSinceLook = false }
-            guard !state.enqueuedSinceLook, !state.settled.isEmpty else { return [] }
-            defer { state.settled = [] }
-            return state.settled
-        }
-        _ = released
     }
 
     /// Writes the journal lines queued since the last commit, in one `write(2)`.
@@ -198,9 +154,6 @@ public final class NotificationQueue: Sendable {
         let file = state.withLock { $0.journal.fileToSync() }
         try? file?.sync()
     }
-
-    /// How many sent notifications wait for `enqueue` to free them (tests).
-    var settledCount: Int { state.withLock { $0.settled.count } }
 
     public var summary: Summary {
         state.withLock { $0.book.summary }

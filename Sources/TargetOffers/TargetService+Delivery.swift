@@ -66,12 +66,10 @@ extension TargetService {
     /// Sends one batch of queued notifications on its own. Returns whether anything was settled
     /// (confirmed or refused), so that callers keep going while the queue drains.
     func sendNotificationBatch() async -> Bool {
-        var batch = notifications.take(max: configuration.notificationBatchSize)
+        let batch = notifications.take(max: configuration.notificationBatchSize)
         guard !batch.isEmpty else { return false }
         let before = notifications.summary.counters
         await sendIsolating(stamped(batch))
-        // Handed back to be freed on the I/O thread, which made them (`NotificationQueue.enqueue`).
-        notifications.recycle(&batch)
         let after = notifications.summary.counters
         return after.sent + after.refused > before.sent + before.refused
     }

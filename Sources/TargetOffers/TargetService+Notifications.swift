@@ -27,7 +27,6 @@ extension TargetService {
                     ), await sendNotificationBatch()
                 else { break }
             }
-            notifications.releaseSettledIfIdle()
             notifications.compactJournalIfLarge()
             if clock.now() - lastSync >= .seconds(1) {
                 notifications.syncJournal()

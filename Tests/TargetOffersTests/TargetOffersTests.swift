@@ -288,34 +288,6 @@ func onDeviceService(
         #expect(queue.take(max: 10).map(\.id) == [second.id])
     }
 
-    /// A batch the sender is done with is handed back for the queueing thread to free, one per `enqueue`; no more
-    /// than `settledLimit` are held, and none once a look finds no load came since the last (memory, idle).
-    @Test func sentBatchesAreFreedByLaterEnqueuesAndBounded() {
-        let queue = NotificationQueue(journalPath: nil, capacity: 5_000, clock: manualClock(), logger: logger)
-        for index in 0..<3 { queue.enqueue(notification("m\(index)")) }
-        var batch = queue.take(max: 10)
-        queue.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
-        queue.recycle(&batch)
-        #expect(batch.isEmpty)
-        #expect(queue.settledCount == 3)
-        queue.enqueue(notification("next"))
-        #expect(queue.settledCount == 2)
-        // Held while loads come (each frees one), let go after a look with none since the last.
-        queue.releaseSettledIfIdle()
-        #expect(queue.settledCount == 2)
-        queue.releaseSettledIfIdle()
-        #expect(queue.settledCount == 0)
-        // Never more than the limit; what is past it goes with the caller's batch.
-        for index in 0..<(NotificationQueue.settledLimit + 10) { queue.enqueue(notification("o\(index)")) }
-        var all = queue.take(max: NotificationQueue.settledLimit + 20)
-        #expect(all.count == NotificationQueue.settledLimit + 11)
-        queue.complete(all, acknowledged: AcknowledgedIDs(all.map(\.id)))
-        queue.recycle(&all)
-        #expect(all.isEmpty)
-        #expect(queue.settledCount == NotificationQueue.settledLimit)
-        #expect(queue.summary.pending == 0)
-    }
-
     @Test func batchesAreDueByCountOrAge() {
         let manual = manualClock()
         let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manual, logger: logger)
