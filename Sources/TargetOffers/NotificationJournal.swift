@@ -54,35 +54,15 @@ struct NotificationJournal: Sendable {
 
     // MARK: Lines
 
-    private static let addPrefix = Array(#"{"add":"#.utf8)
-
     private static func addLine(_ notification: DisplayNotification) -> [UInt8] {
-        var line: [UInt8] = []
-        line.reserveCapacity(addPrefix.count + notification.withEncoded { $0.count } + boxClockSuffix.count + 1)
-        appendAddLine(notification, to: &line)
-        return line
+        notification.withJournalLine { [UInt8]($0) }
     }
-
-    private static let boxClockSuffix = Array(#","boxClock":true}"#.utf8)
 
     /// `{"add":<the notification's Delivery item>}` and a newline; `"boxClock":true` besides `add` when
     /// its timestamp is the box's clock, not yet corrected by an upstream's, and `"property":"…"` when it
-    /// has one.
+    /// has one: the line the notification holds (`DisplayNotification.withJournalLine`), in one copy.
     private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: addPrefix)
-        notification.withEncoded { bytes.append(contentsOf: $0) }
-        if let property = notification.property {
-            var member = JSONWriter(reservingCapacity: property.utf8.count + 16)
-            member.appendASCII(",\"property\":")
-            member.writeString(property)
-            bytes.append(contentsOf: member.bytes)
-        }
-        if notification.stampedByBoxClock {
-            bytes.append(contentsOf: boxClockSuffix)
-        } else {
-            bytes.append(UInt8(ascii: "}"))
-        }
-        bytes.append(0x0A)
+        notification.withJournalLine { bytes.append(contentsOf: $0) }
     }
 
     /// Records a queued notification: its line goes straight into the unwritten bytes, with no line of

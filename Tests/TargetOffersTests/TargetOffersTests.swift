@@ -454,6 +454,51 @@ func onDeviceService(
         #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
     }
 
+    /// The journal line a notification carries from its making (`withJournalLine`) is the one replay reads: its
+    /// item, its property and its box-clock mark come back as they went in.
+    @Test func aJournalLineCarriesThePropertyAndTheBoxClockMark() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        let withProperty = CachedOffer(
+            name: "shelf",
+            options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
+            state: "state-shelf",
+            property: "p-\"token\"",
+            now: .now,
+            epochMs: 0
+        )
+        let marked = DisplayNotification.display(
+            of: withProperty,
+            targeting: nil,
+            profileParameters: [],
+            timestampMs: 946_684_800_000,
+            stampedByBoxClock: true
+        )
+        let plain = notification("plain")
+        do {
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            queue.enqueue(marked)
+            queue.enqueue(plain)
+            queue.commitJournal()
+        }
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        let markedItem = String(decoding: marked.encoded, as: UTF8.self)
+        #expect(lines[0] == #"{"add":"# + markedItem + #","property":"p-\"token\"","boxClock":true}"#)
+        #expect(lines[1] == #"{"add":"# + String(decoding: plain.encoded, as: UTF8.self) + "}")
+        let replayed = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+        let batch = replayed.take(max: 1)
+        #expect(batch.map(\.id) == [marked.id])
+        #expect(batch.first?.property == #"p-"token""#)
+        #expect(batch.first?.stampedByBoxClock == true)
+        // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
+        func members(_ notification: DisplayNotification) throws -> [String: JSONValue] {
+            let item = try #require(try JSONReader.read(notification.encoded).objectValue)
+            return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
+        }
+        #expect(try members(try #require(batch.first)) == (try members(marked)))
+    }
+
     /// The encoded item is the Delivery API's notification, written in one pass: every member of a load's
     /// targeting, the id where `idBytes` says, the timestamp where `restamp` rewrites it.
     @Test func aDisplayItemCarriesTheLoadsTargetingAndItsStamp() throws {
