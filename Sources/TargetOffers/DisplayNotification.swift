@@ -108,6 +108,19 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         }
     }
 
+    /// Whether its id was made here (36 hex digits and dashes in its item), not read from a journal or a test.
+    var hasGeneratedID: Bool { fields.storedID == nil }
+
+    /// A generated id as a JSON string, its quotes included, in place in the item (`{"id":"…"` starts it);
+    /// nil for an id read from a journal or a test, which may need escaping (`writeID`).
+    func withQuotedID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
+        guard fields.storedID == nil else { return nil }
+        let range = fields.idBytes
+        return fields.withItem {
+            body(UnsafeBufferPointer(rebasing: $0[(range.lowerBound - 1)..<(range.upperBound + 1)]))
+        }
+    }
+
     /// Writes the id as a JSON string: a generated id's bytes as they are (hex digits and dashes).
     public func writeID(to writer: inout JSONWriter) {
         if let stored = fields.storedID {

@@ -80,6 +80,20 @@ struct NotificationJournal: Sendable {
             var writer = JSONWriter(reservingCapacity: 0)
             swap(&writer.bytes, &bytes)
             defer { swap(&writer.bytes, &bytes) }
+            // Generated ids (all but those read back from a journal) are copied with their quotes from their
+            // items into one composed line: a comma, a quote, the id and a quote appended one by one cost the
+            // sender about 150 instructions per display notification.
+            if notifications.allSatisfy(\.hasGeneratedID) {
+                writer.appendComposed(capacity: 12 + (2 + 36 + 1) * notifications.count) { line in
+                    line.put("{\"ack\":[")
+                    for index in notifications.indices {
+                        if index > 0 { line.put(UInt8(ascii: ",")) }
+                        _ = notifications[index].withQuotedID { line.put($0) }
+                    }
+                    line.put("]}\n")
+                }
+                return
+            }
             writer.appendASCII("{\"ack\":[")
             for (index, notification) in notifications.enumerated() {
                 if index > 0 { writer.appendASCII(",") }

@@ -499,6 +499,32 @@ func onDeviceService(
         #expect(try members(try #require(batch.first)) == (try members(marked)))
     }
 
+    /// An acknowledgement is one line of the confirmed ids, in order: copied from the items when made here, and
+    /// written as JSON strings when read back from a journal.
+    @Test func confirmedIdsAreJournaledAsOneAckLine() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/target-notifications.journal"
+        let first = notification("a")
+        let second = notification("b")
+        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+        queue.enqueue(first)
+        queue.enqueue(second)
+        queue.complete(queue.take(max: 10), acknowledged: [first.id, second.id])
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.last == #"{"ack":[""# + first.id + #"",""# + second.id + #""]}"#)
+        // Read back from a journal, an id is kept as given and escaped when written.
+        let replayedPath = "\(folder)/replayed.journal"
+        let item = #"{"id":"a\"b","timestamp":1,"type":"display","mbox":{"name":"m"}}"#
+        try (#"{"add":"# + item + "}\n").write(toFile: replayedPath, atomically: true, encoding: .utf8)
+        let replayed = NotificationQueue(journalPath: replayedPath, capacity: 100, clock: manualClock(), logger: logger)
+        let batch = replayed.take(max: 10)
+        #expect(batch.map(\.id) == [#"a"b"#])
+        replayed.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
+        let replayedLines = try String(contentsOfFile: replayedPath, encoding: .utf8).split(separator: "\n")
+        #expect(replayedLines.last.map(String.init) == #"{"ack":["a\"b"]}"#)
+    }
+
     /// The encoded item is the Delivery API's notification, written in one pass: every member of a load's
     /// targeting, the id where `idBytes` says, the timestamp where `restamp` rewrites it.
     @Test func aDisplayItemCarriesTheLoadsTargetingAndItsStamp() throws {
