@@ -36,15 +36,15 @@ public enum RandomUUID {
     private static func write(high: UInt64, low: UInt64, to out: UnsafeMutablePointer<UInt8>) {
         let versioned = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let variant = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        // A byte at a time, two digits from the table, dashes at their places: no branch per digit (this
-        // runs for every display notification, on the I/O thread).
-        hexDigits.withUnsafeBufferPointer { table in
-            let digits = table.baseAddress!
+        // A byte at a time, its two digits one 16-bit load and store from the table, dashes at their places: no
+        // branch per digit (this runs for every display notification, on the I/O thread).
+        hexPairs.withUnsafeBufferPointer { table in
+            let pairs = table.baseAddress!
+            let raw = UnsafeMutableRawPointer(out)
             func put(_ word: UInt64, bytes: Int, at position: Int) {
                 for index in 0..<bytes {
                     let byte = Int((word >> UInt64(8 * (bytes - 1 - index))) & 0xFF)
-                    out[position + 2 * index] = digits[2 * byte]
-                    out[position + 2 * index + 1] = digits[2 * byte + 1]
+                    raw.storeBytes(of: pairs[byte], toByteOffset: position + 2 * index, as: UInt16.self)
                 }
             }
             put(versioned >> 32, bytes: 4, at: 0)
@@ -59,10 +59,11 @@ public enum RandomUUID {
         }
     }
 
-    /// The two lowercase hex digits of every byte value, in order: `00`, `01`, …, `ff`.
-    private static let hexDigits: [UInt8] = (0..<256).flatMap { byte in
+    /// The two lowercase hex digits of every byte value, in order (`00`, `01`, …, `ff`), each pair as the 16-bit
+    /// word whose bytes in memory are those two digits.
+    private static let hexPairs: [UInt16] = (0..<256).map { byte in
         let alphabet = Array("0123456789abcdef".utf8)
-        return [alphabet[byte >> 4], alphabet[byte & 0xF]]
+        return UInt16(littleEndian: UInt16(alphabet[byte >> 4]) | UInt16(alphabet[byte & 0xF]) << 8)
     }
 }
 

@@ -3,6 +3,32 @@ import Synchronization
 import Testing
 
 @Suite struct ClockTests {
+    /// The agent's instant is integer nanoseconds: arithmetic with `Duration` round-trips, a duration of "for ever"
+    /// saturates instead of trapping, and milliseconds between instants truncate towards zero, as `Duration`'s do.
+    @Test func monotonicInstantsAddSubtractAndSaturate() {
+        let start = MonotonicInstant(nanoseconds: 5_000_000_000)
+        #expect((start + .milliseconds(1500)) - start == .milliseconds(1500))
+        #expect(start.duration(to: start - .nanoseconds(7)) == .nanoseconds(-7))
+        #expect(start.advanced(by: .seconds(Int64.max)) == MonotonicInstant(nanoseconds: .max))
+        #expect(
+            MonotonicInstant(nanoseconds: -1).advanced(by: .seconds(Int64.min)) == MonotonicInstant(nanoseconds: .min)
+        )
+        #expect((start + .microseconds(1999)).milliseconds(since: start) == 1)
+        #expect((start - .microseconds(1999)).milliseconds(since: start) == -1)
+        #expect(start < start + .nanoseconds(1))
+        #expect(Duration.seconds(Int64.max).saturatingNanoseconds == .max)
+        #expect(Duration.milliseconds(-3).saturatingNanoseconds == -3_000_000)
+    }
+
+    /// `now` reads a clock that never goes back and moves on.
+    @Test func monotonicNowMovesForward() {
+        let first = MonotonicInstant.now
+        var later = MonotonicInstant.now
+        while later == first { later = .now }
+        #expect(later > first)
+        #expect(first.nanoseconds > 0)
+    }
+
     @Test func manualClockMovesBothClocksOnlyWhenAdvanced() {
         let clock = ManualClock(epochOrigin: 1_800_000_000_000)
         let start = clock.now()

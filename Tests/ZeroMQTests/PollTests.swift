@@ -1,6 +1,8 @@
 import Foundation
+import PreflightCore
 import Testing
-import ZeroMQ
+
+@testable import ZeroMQ
 
 @Suite struct PollTests {
     @Test func pollReportsPlainFileDescriptorReadableAlone() throws {
@@ -125,5 +127,21 @@ import ZeroMQ
 
         var items = [PollItem(socket: socket, events: .readable)]
         #expect(throws: ZeroMQError.notSocket) { try poll(&items, timeout: .zero) }
+    }
+}
+
+/// A wait's timeout in poll(2)'s milliseconds: a remainder under a millisecond still waits (rounded up, not to a
+/// spin of zeros), a deadline passed is 0, and one past what a C `int` holds (or saturated) is capped.
+@Suite struct PollMillisecondsTests {
+    @Test func remaindersRoundUpPastDeadlinesAreZeroAndFarOnesAreCapped() {
+        let now = MonotonicInstant(nanoseconds: 10_000_000_000)
+        #expect(pollMilliseconds(until: now + .microseconds(1), now: now) == 1)
+        #expect(pollMilliseconds(until: now + .milliseconds(5), now: now) == 5)
+        #expect(pollMilliseconds(until: now + .microseconds(5001), now: now) == 6)
+        #expect(pollMilliseconds(until: now, now: now) == 0)
+        #expect(pollMilliseconds(until: now - .seconds(1), now: now) == 0)
+        #expect(pollMilliseconds(until: now + .seconds(100_000_000), now: now) == Int(Int32.max))
+        #expect(pollMilliseconds(until: MonotonicInstant(nanoseconds: .max), now: now) == Int(Int32.max))
+        #expect(pollMilliseconds(until: MonotonicInstant(nanoseconds: .min), now: now) == 0)
     }
 }
