@@ -24,6 +24,9 @@ public final class UpstreamTime: AgentClock {
     }
 
     private let inner: any AgentClock
+    /// `inner` is the system's clocks: `stampNow` reads them directly, not through the existential (two calls
+    /// through its witness table and the box's projection on every cached load).
+    private let innerIsSystem: Bool
     private let tolerance: Duration
     private let state = Mutex<Correction?>(nil)
     /// What `state` says, readable without the lock on the cached-load path: 0 nothing learned yet,
@@ -36,6 +39,7 @@ public final class UpstreamTime: AgentClock {
     ///     whole seconds and arrives after some network time, so this must be a few seconds.
     public init(_ inner: any AgentClock, tolerance: Duration = .seconds(3)) {
         self.inner = inner
+        self.innerIsSystem = inner is SystemClock
         self.tolerance = tolerance
     }
 
@@ -87,10 +91,10 @@ public final class UpstreamTime: AgentClock {
 
     /// `stamp(at: now())` with each clock read once: the cached load's path.
     public func stampNow() -> (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool) {
-        let now = inner.now()
+        let now = innerIsSystem ? MonotonicInstant.now : inner.now()
         switch mode.load(ordering: .acquiring) {
-        case 0: return (now, inner.epochMilliseconds(), true)
-        case 1: return (now, inner.epochMilliseconds(), false)
+        case 0: return (now, innerIsSystem ? SystemClock.wallMilliseconds() : inner.epochMilliseconds(), true)
+        case 1: return (now, innerIsSystem ? SystemClock.wallMilliseconds() : inner.epochMilliseconds(), false)
         default: break
         }
         let correction = state.withLock { $0 }
