@@ -457,72 +457,75 @@ func onDeviceService(
     /// The journal line a notification carries from its making (`withJournalLine`) is the one replay reads: its
     /// item, its property and its box-clock mark come back as they went in.
     @Test func aJournalLineCarriesThePropertyAndTheBoxClockMark() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = "\(folder)/target-notifications.journal"
-        let withProperty = CachedOffer(
-            name: "shelf",
-            options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
-            state: "state-shelf",
-            property: "p-\"token\"",
-            now: .now,
-            epochMs: 0
-        )
-        let marked = DisplayNotification.display(
-            of: withProperty,
-            targeting: nil,
-            profileParameters: [],
-            timestampMs: 946_684_800_000,
-            stampedByBoxClock: true
-        )
-        let plain = notification("plain")
-        do {
-            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-            queue.enqueue(marked)
-            queue.enqueue(plain)
-            queue.commitJournal()
+        try inJournalFolder { folder, path in
+            let withProperty = CachedOffer(
+                name: "shelf",
+                options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
+                state: "state-shelf",
+                property: "p-\"token\"",
+                now: .now,
+                epochMs: 0
+            )
+            let marked = DisplayNotification.display(
+                of: withProperty,
+                targeting: nil,
+                profileParameters: [],
+                timestampMs: 946_684_800_000,
+                stampedByBoxClock: true
+            )
+            let plain = notification("plain")
+            do {
+                let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+                queue.enqueue(marked)
+                queue.enqueue(plain)
+                queue.commitJournal()
+            }
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            let markedItem = String(decoding: marked.encoded, as: UTF8.self)
+            #expect(lines[0] == #"{"add":"# + markedItem + #","property":"p-\"token\"","boxClock":true}"#)
+            #expect(lines[1] == #"{"add":"# + String(decoding: plain.encoded, as: UTF8.self) + "}")
+            let replayed = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            let batch = replayed.take(max: 1)
+            #expect(batch.map(\.id) == [marked.id])
+            #expect(batch.first?.property == #"p-"token""#)
+            #expect(batch.first?.stampedByBoxClock == true)
+            // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
+            func members(_ notification: DisplayNotification) throws -> [String: JSONValue] {
+                let item = try #require(try JSONReader.read(notification.encoded).objectValue)
+                return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
+            }
+            #expect(try members(try #require(batch.first)) == (try members(marked)))
         }
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        let markedItem = String(decoding: marked.encoded, as: UTF8.self)
-        #expect(lines[0] == #"{"add":"# + markedItem + #","property":"p-\"token\"","boxClock":true}"#)
-        #expect(lines[1] == #"{"add":"# + String(decoding: plain.encoded, as: UTF8.self) + "}")
-        let replayed = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-        let batch = replayed.take(max: 1)
-        #expect(batch.map(\.id) == [marked.id])
-        #expect(batch.first?.property == #"p-"token""#)
-        #expect(batch.first?.stampedByBoxClock == true)
-        // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
-        func members(_ notification: DisplayNotification) throws -> [String: JSONValue] {
-            let item = try #require(try JSONReader.read(notification.encoded).objectValue)
-            return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
-        }
-        #expect(try members(try #require(batch.first)) == (try members(marked)))
     }
 
     /// An acknowledgement is one line of the confirmed ids, in order: copied from the items when made here, and
     /// written as JSON strings when read back from a journal.
     @Test func confirmedIdsAreJournaledAsOneAckLine() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = "\(folder)/target-notifications.journal"
-        let first = notification("a")
-        let second = notification("b")
-        let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-        queue.enqueue(first)
-        queue.enqueue(second)
-        queue.complete(queue.take(max: 10), acknowledged: [first.id, second.id])
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        #expect(lines.last == #"{"ack":[""# + first.id + #"",""# + second.id + #""]}"#)
-        // Read back from a journal, an id is kept as given and escaped when written.
-        let replayedPath = "\(folder)/replayed.journal"
-        let item = #"{"id":"a\"b","timestamp":1,"type":"display","mbox":{"name":"m"}}"#
-        try (#"{"add":"# + item + "}\n").write(toFile: replayedPath, atomically: true, encoding: .utf8)
-        let replayed = NotificationQueue(journalPath: replayedPath, capacity: 100, clock: manualClock(), logger: logger)
-        let batch = replayed.take(max: 10)
-        #expect(batch.map(\.id) == [#"a"b"#])
-        replayed.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
-        let replayedLines = try String(contentsOfFile: replayedPath, encoding: .utf8).split(separator: "\n")
-        #expect(replayedLines.last.map(String.init) == #"{"ack":["a\"b"]}"#)
+        try inJournalFolder { folder, path in
+            let first = notification("a")
+            let second = notification("b")
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            queue.enqueue(first)
+            queue.enqueue(second)
+            queue.complete(queue.take(max: 10), acknowledged: [first.id, second.id])
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            #expect(lines.last == #"{"ack":[""# + first.id + #"",""# + second.id + #""]}"#)
+            // Read back from a journal, an id is kept as given and escaped when written.
+            let replayedPath = "\(folder)/replayed.journal"
+            let item = #"{"id":"a\"b","timestamp":1,"type":"display","mbox":{"name":"m"}}"#
+            try (#"{"add":"# + item + "}\n").write(toFile: replayedPath, atomically: true, encoding: .utf8)
+            let replayed = NotificationQueue(
+                journalPath: replayedPath,
+                capacity: 100,
+                clock: manualClock(),
+                logger: logger
+            )
+            let batch = replayed.take(max: 10)
+            #expect(batch.map(\.id) == [#"a"b"#])
+            replayed.complete(batch, acknowledged: AcknowledgedIDs(batch.map(\.id)))
+            let replayedLines = try String(contentsOfFile: replayedPath, encoding: .utf8).split(separator: "\n")
+            #expect(replayedLines.last.map(String.init) == #"{"ack":["a\"b"]}"#)
+        }
     }
 
     /// The encoded item is the Delivery API's notification, written in one pass: every member of a load's
