@@ -16,6 +16,13 @@ import Testing
         #expect((start + .microseconds(1999)).milliseconds(since: start) == 1)
         #expect((start - .microseconds(1999)).milliseconds(since: start) == -1)
         #expect(start < start + .nanoseconds(1))
+        // Between saturated instants, exact (a Duration holds it) or saturated (milliseconds), never wrapped.
+        let far = MonotonicInstant(nanoseconds: .max)
+        let past = MonotonicInstant(nanoseconds: .min)
+        #expect(far - past == .nanoseconds(Int64.max) * 2 + .nanoseconds(1))
+        #expect(past - far < .zero)
+        #expect(far.milliseconds(since: past) == Int64.max / 1_000_000)
+        #expect(past.milliseconds(since: far) == Int64.min / 1_000_000)
         #expect(Duration.seconds(Int64.max).saturatingNanoseconds == .max)
         #expect(Duration.milliseconds(-3).saturatingNanoseconds == -3_000_000)
     }
