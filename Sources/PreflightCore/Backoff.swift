@@ -39,7 +39,7 @@ public struct Backoff: Sendable, Hashable {
         case .equal:
             // One draw, reduced modulo the range: the bias is below 1e-8 for any delay under a day, and a
             // test's generator decides the result exactly.
-            let half = max(delay.wholeNanoseconds / 2, 0)
+            let half = max(delay.saturatingNanoseconds / 2, 0)
             return .nanoseconds(half + Int64(generator.next() % UInt64(half + 1)))
         }
     }

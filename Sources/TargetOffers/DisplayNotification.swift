@@ -126,9 +126,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         if let stored = fields.storedID {
             writer.writeString(stored)
         } else {
-            writer.bytes.append(UInt8(ascii: "\""))
-            withIDBytes { writer.bytes.append(contentsOf: $0) }
-            writer.bytes.append(UInt8(ascii: "\""))
+            _ = withQuotedID { writer.bytes.append(contentsOf: $0) }
         }
     }
     public var timestampMs: Int64 { fields.timestampMs }
