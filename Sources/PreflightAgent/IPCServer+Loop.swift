@@ -105,8 +105,9 @@ extension IPCServer {
                 }
                 if drained { waiter.drained(eventsIndex) } else { waiter.used(eventsIndex) }
             }
-            // The clock is read only while draining: this runs on every turn of the loop.
-            let draining = shared.withLock { $0.admission.isDraining }
+            // The clock is read only while draining, and the lock taken only once a stop was asked: this runs on
+            // every turn of the loop.
+            let draining = stopAsked.load(ordering: .acquiring) && shared.withLock { $0.admission.isDraining }
             if draining, shared.withLock({ $0.admission.drainIsOver(now: .now) }) {
                 flushOutgoing(sockets)
                 return
@@ -335,8 +336,12 @@ extension IPCServer {
     /// (`routers`) and on the events socket.
     @discardableResult
     func flushOutgoing(_ sockets: Sockets) -> (routers: Bool, events: Bool) {
+        // Cleared only here, under the lock, after the items it says are there were taken: a false seen
+        // before another thread's store is followed by that thread's wake-up, so nothing waits unseen.
+        guard outgoingQueued.load(ordering: .acquiring) else { return (false, false) }
         let batch = shared.withLock { state -> [Outgoing] in
             defer { state.outgoing = [] }
+            outgoingQueued.store(false, ordering: .relaxed)
             return state.outgoing
         }
         var usedRouters = false
