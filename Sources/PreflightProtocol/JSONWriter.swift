@@ -60,6 +60,12 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: fragment)
     }
 
+    /// `writeRaw` for part of an encoded value's bytes.
+    @inlinable
+    public mutating func writeRaw(_ fragment: ArraySlice<UInt8>) {
+        bytes.append(contentsOf: fragment)
+    }
+
     /// Appends ASCII punctuation or a known-safe literal, unescaped.
     ///
     /// The only overload for literals: beside a `String` overload of the same name, a literal binds to

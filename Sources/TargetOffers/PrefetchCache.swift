@@ -70,11 +70,13 @@ public final class CachedOffer: Sendable {
     /// `data` of a `withData` load: `{"responseTokens", "analyticsPayload", "clickMetricAnalyticsPayload"}`,
     /// encoded once; nil when Target sent none of them.
     let encodedData: [UInt8]?
-    /// This offer's element of a `loadRequests` result, ready to append to a reply:
-    /// `{"name":…,"content":…,"source":"cache"}` (or `"on-device"`), the content being the options' content
-    /// concatenated in order and encoded as a JSON string. The only copy of the content.
-    let loadResultElement: [UInt8]
-    /// Where the encoded content lies in `loadResultElement`.
+    /// The whole result of a load of this mbox alone, ready to append to a reply: `{"contents":[<element>]}`,
+    /// the element (`loadResultElement`) being `{"name":…,"content":…,"source":"cache"}` (or `"on-device"`), the
+    /// content being the options' content concatenated in order and encoded as a JSON string. The only copy of
+    /// the content. Held whole so that a cached load appends it in one copy: composing the element between its
+    /// brackets for each load copied the content twice (about 100 instructions of 1 KiB).
+    let loadResult: [UInt8]
+    /// Where the encoded content lies in `loadResult`.
     private let contentRange: Range<Int>
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
@@ -116,27 +118,38 @@ public final class CachedOffer: Sendable {
             )
         }
         let content = texts.joined()
-        var writer = JSONWriter(reservingCapacity: content.utf8.count + name.utf8.count + 48)
+        var writer = JSONWriter(reservingCapacity: content.utf8.count + name.utf8.count + 64)
+        writer.appendASCII(Self.loadResultHead)
         self.contentRange = writeLoadResultElement(
             &writer,
             name: name,
             content: content,
             source: decidedOnDevice ? "on-device" : "cache"
         )
-        self.loadResultElement = writer.bytes
+        writer.appendASCII(Self.loadResultTail)
+        self.loadResult = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
         self.notificationFragment = DisplayNotification.fragment(mbox: name, state: state, tokens: eventTokens)
         self.cachedAt = now
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
         self.bytes =
-            loadResultElement.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
+            loadResult.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
             + name.utf8.count * 2 + 48 * optionInfo.count + 160 + (clickToken?.utf8.count ?? 0)
             + (encodedData?.count ?? 0) + (property?.utf8.count ?? 0)
     }
 
     /// What the cache keeps it under.
     public var key: OfferKey { OfferKey(name, property: property) }
+
+    private static let loadResultHead: StaticString = #"{"contents":["#
+    private static let loadResultTail: StaticString = "]}"
+
+    /// This offer's element of a `loadRequests` result (`loadResult` without its brackets), for a load of
+    /// several mboxes.
+    var loadResultElement: ArraySlice<UInt8> {
+        loadResult[Self.loadResultHead.utf8CodeUnitCount..<(loadResult.count - Self.loadResultTail.utf8CodeUnitCount)]
+    }
 
     /// The event tokens of the options, in order.
     public var eventTokens: [String] {
@@ -145,7 +158,7 @@ public final class CachedOffer: Sendable {
 
     /// The options' content concatenated in order, encoded as a JSON string.
     public var encodedContent: ArraySlice<UInt8> {
-        loadResultElement[contentRange]
+        loadResult[contentRange]
     }
 
     /// The options' content concatenated in order, as `loadRequests` returns it.
@@ -213,7 +226,7 @@ extension CachedOffer {
     /// This offer's `loadRequests` element with its `data` (`withData`): the prepared element with a
     /// `data` member spliced in before its closing brace, `{}` when Target sent none.
     func writeLoadResultElementWithData(_ writer: inout JSONWriter) {
-        writer.writeRaw(Array(loadResultElement.dropLast()))
+        writer.writeRaw(loadResultElement.dropLast())
         writer.appendASCII(",\"data\":")
         writer.writeRaw(encodedData ?? Array("{}".utf8))
         writer.appendASCII("}")
@@ -221,7 +234,7 @@ extension CachedOffer {
 
     /// The element a load answered by this offer gets: with `data` or without.
     func resultElement(withData: Bool) -> [UInt8] {
-        guard withData else { return loadResultElement }
+        guard withData else { return Array(loadResultElement) }
         var writer = JSONWriter(reservingCapacity: loadResultElement.count + (encodedData?.count ?? 2) + 9)
         writeLoadResultElementWithData(&writer)
         return writer.bytes
