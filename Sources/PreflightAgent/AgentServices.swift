@@ -165,8 +165,7 @@ struct IPCService: AgentService {
         try? await gracefulShutdown()
         agent.notifier?.stopping()
         agent.logger.info("stopping")
-        agent.runtime.publish(.agentStopping, ["reason": "signal"])
-        await agent.server.stop()
+        await agent.server.stop(announcing: agent.runtime.event(.agentStopping, ["reason": "signal"]))
     }
 }
 

@@ -81,10 +81,23 @@ public final class AgentRuntime: Sendable {
     /// Sends an event some subscriber wants, with the fields every event carries.
     private func send(_ topic: EventTopic, _ fields: JSONObject) {
         guard let server else { return }
+        let event = encoded(topic, fields)
+        server.publish(topic: event.topic, body: event.body)
+    }
+
+    /// An event's topic and body, with the fields every event carries; nil when no subscriber receives it.
+    /// For an event that must go out in the same step as a change of the server's state (`agent.stopping`,
+    /// `IPCServer.stop(grace:announcing:)`).
+    public func event(_ topic: EventTopic, _ fields: @autoclosure () -> JSONObject) -> (topic: String, body: [UInt8])? {
+        guard subscriptions.wants(topic) else { return nil }
+        return encoded(topic, fields())
+    }
+
+    private func encoded(_ topic: EventTopic, _ fields: JSONObject) -> (topic: String, body: [UInt8]) {
         var body = fields
         body["topic"] = .string(topic.topic)
         body["uptimeMs"] = .integer(uptimeMs)
-        server.publish(topic: topic.topic, body: JSONWriter.encode(.object(body)))
+        return (topic.topic, JSONWriter.encode(.object(body)))
     }
 
     /// The topics some subscriber receives, as the I/O thread learns them from the events socket.

@@ -153,14 +153,27 @@ public final class IPCServer: ReplySink {
 
     /// Stops taking requests, lets in-flight work reply until `grace` has passed, then closes the
     /// sockets and removes the socket files. Returns when the I/O thread has finished.
-    public func stop(grace: Duration = .milliseconds(500)) async {
+    ///
+    /// `announcement` (the `agent.stopping` event) is queued in the same step that begins the drain: a
+    /// request its subscriber sends once it has the event is refused with `shutting_down`, as PROTOCOL.md
+    /// says, and the event is queued before the loop can take its last turn. Published before the stop, a
+    /// request sent in answer could still be served; published after, the loop could already have ended.
+    public func stop(
+        grace: Duration = .milliseconds(500),
+        announcing announcement: (topic: String, body: [UInt8])? = nil
+    ) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = shared.withLock { state -> Bool in
+                let wasDraining = state.admission.isDraining
                 switch state.admission.stop(now: .now, grace: grace) {
                 case .returnNow:
                     return true
                 case .waitForTheLoop:
                     state.stopWaiters.append(continuation)
+                    if !wasDraining, let announcement {
+                        state.outgoing.append(.event(topic: announcement.topic, body: announcement.body))
+                        outgoingQueued.store(true, ordering: .releasing)
+                    }
                     stopAsked.store(true, ordering: .releasing)
                     return false
                 }
