@@ -171,8 +171,7 @@ public final class IPCServer: ReplySink {
                 case .waitForTheLoop:
                     state.stopWaiters.append(continuation)
                     if !wasDraining, let announcement {
-                        state.outgoing.append(.event(topic: announcement.topic, body: announcement.body))
-                        outgoingQueued.store(true, ordering: .releasing)
+                        queue(.event(topic: announcement.topic, body: announcement.body), in: &state)
                     }
                     stopAsked.store(true, ordering: .releasing)
                     return false
@@ -187,10 +186,14 @@ public final class IPCServer: ReplySink {
     }
 
     func enqueue(_ item: Outgoing) {
-        shared.withLock {
-            $0.outgoing.append(item)
-            outgoingQueued.store(true, ordering: .releasing)
-        }
+        shared.withLock { queue(item, in: &$0) }
         wakeUp.signal()
+    }
+
+    /// Appends to the outgoing queue, under the lock, and raises the flag the loop looks at: every item queued
+    /// goes through here, so none waits unseen behind a flag left down.
+    private func queue(_ item: Outgoing, in state: inout Shared) {
+        state.outgoing.append(item)
+        outgoingQueued.store(true, ordering: .releasing)
     }
 }
