@@ -85,8 +85,8 @@ import Testing
     @Test func withoutAnAgentLoadsAnswerDefaultsAndPreauthorizeFailsWithNetworkError() async throws {
         // No socket file at all, and a socket file left by a killed agent that nobody serves.
         let neverStarted = try TestFolder()
-        let killed = try AgentProcess()
-        try killed.stop(signal: SIGKILL)
+        let killed = try await AgentProcess()
+        try await killed.stop(signal: SIGKILL)
         #expect(FileManager.default.fileExists(atPath: killed.socketFiles[0]))
 
         for endpoint in ["ipc://\(neverStarted.path("run/app.sock"))", killed.appEndpoint] {
@@ -111,12 +111,12 @@ import Testing
         #expect(await client.targetPrefetchContent(Self.seedPrefetch, profileParameters: Self.profile))
         #expect(await client.targetLoadRequests(Self.seedLoad()).map(\.source) == [.cache, .cache])
 
-        try setup.agent.stop(signal: SIGTERM)
+        try await setup.agent.stop(signal: SIGTERM)
         let whileDown = await client.targetLoadRequests(Self.seedLoad())
         #expect(whileDown.map(\.content) == ["BlueWhale", "red"])
         #expect(whileDown.allSatisfy { $0.failure?.isUnreachable == true })
 
-        try setup.agent.restart()
+        try await setup.agent.restart()
         // The same client: its socket reconnects by itself. The cache died with the old agent, so prefetch again.
         #expect(await client.targetPrefetchContent(Self.seedPrefetch, profileParameters: Self.profile))
         let afterRestart = await client.targetLoadRequests(Self.seedLoad())
@@ -127,7 +127,7 @@ import Testing
 
     @Test func loadsRunningThroughARestartAllAnswerAndTheAgentServesThemAgainAfterIt() async throws {
         // Target unreachable (the default test configuration): the agent itself answers each load's default.
-        let agent = try AgentProcess()
+        let agent = try await AgentProcess()
         let client = try PreflightClient(endpoint: agent.appEndpoint)
         let running = Flag()
         let servedAfterRestart = Flag()
@@ -150,8 +150,8 @@ import Testing
                 }
             }
             try await waitFor("loads to be running") { running.isSet }
-            try agent.stop(signal: SIGTERM)
-            try agent.restart()
+            try await agent.stop(signal: SIGTERM)
+            try await agent.restart()
             restarted.set()
             try await waitFor(timeout: .seconds(60), "a load answered by the restarted agent") {
                 servedAfterRestart.isSet
@@ -164,7 +164,7 @@ import Testing
     }
 
     @Test func aHungAgentTimesOutToDefaultsAndServesAgainOnceItWakes() async throws {
-        let agent = try AgentProcess()
+        let agent = try await AgentProcess()
         let client = try PreflightClient(
             endpoint: agent.appEndpoint,
             configuration: .init(requestTimeout: .milliseconds(500), retries: 1)
@@ -329,9 +329,9 @@ final class UpstreamSetup {
     /// answering, and these tests are about the client, not about upstream timeouts.
     init() async throws {
         simulatorFolder = try TestFolder()
-        simulator = try SimulatorProcess(folder: simulatorFolder)
+        simulator = try await SimulatorProcess(folder: simulatorFolder)
         try await simulator.start()
-        agent = try AgentProcess(extra: [
+        agent = try await AgentProcess(extra: [
             "target": ["serverURL": .string(simulator.url), "notificationBatchAge": 0.2, "timeout": 30],
             "pass": [
                 "serverURL": .string(simulator.url), "softwareStatement": .string(Self.softwareStatement),

@@ -5,8 +5,8 @@ import ZeroMQ
 
 /// The agent as a real process, reached over real ipc sockets the way apps and the CLI reach it.
 @Suite struct AgentProcessTests {
-    @Test func answersPingFromReqOnBothEndpoints() throws {
-        let agent = try AgentProcess()
+    @Test func answersPingFromReqOnBothEndpoints() async throws {
+        let agent = try await AgentProcess()
         for endpoint in [agent.appEndpoint, agent.adminEndpoint] {
             let client = try RawClient(endpoint: endpoint, type: .req)
             let reply = try client.call("ping", id: "42")
@@ -16,8 +16,8 @@ import ZeroMQ
         }
     }
 
-    @Test func answers200PipelinedDealerRequestsCorrelatedById() throws {
-        let agent = try AgentProcess()
+    @Test func answers200PipelinedDealerRequestsCorrelatedById() async throws {
+        let agent = try await AgentProcess()
         let client = try RawClient(endpoint: agent.appEndpoint, type: .dealer)
         for index in 0..<200 {
             try client.sendFrames([[], Request(id: "p\(index)", command: "ping").encoded()])
@@ -34,8 +34,8 @@ import ZeroMQ
         #expect(seen == Set((0..<200).map { "p\($0)" }))
     }
 
-    @Test func garbageGetsTheDocumentedAnswerAndTheAgentKeepsServing() throws {
-        let agent = try AgentProcess()
+    @Test func garbageGetsTheDocumentedAnswerAndTheAgentKeepsServing() async throws {
+        let agent = try await AgentProcess()
         let client = try RawClient(endpoint: agent.appEndpoint, type: .dealer)
         let cases: [(body: [UInt8], code: ErrorCode, id: String?)] = [
             (Array("not json".utf8), .malformedRequest, nil),
@@ -59,8 +59,8 @@ import ZeroMQ
         #expect(try RawClient(endpoint: agent.appEndpoint, type: .req).call("ping").result != nil)
     }
 
-    @Test func unexpectedFrameCountsAreMalformed() throws {
-        let agent = try AgentProcess()
+    @Test func unexpectedFrameCountsAreMalformed() async throws {
+        let agent = try await AgentProcess()
         let client = try RawClient(endpoint: agent.appEndpoint, type: .dealer)
         let ping = Request(id: "f", command: "ping").encoded()
         try client.sendFrames([[], ping, ping])
@@ -70,16 +70,16 @@ import ZeroMQ
         #expect(try client.call("ping").result != nil)
     }
 
-    @Test func adminCommandOnTheAppEndpointIsNotPermitted() throws {
-        let agent = try AgentProcess()
+    @Test func adminCommandOnTheAppEndpointIsNotPermitted() async throws {
+        let agent = try await AgentProcess()
         let app = try RawClient(endpoint: agent.appEndpoint, type: .req)
         #expect(try app.call("status").error?.code == .notPermitted)
         let admin = try RawClient(endpoint: agent.adminEndpoint, type: .req)
         #expect(try admin.call("status").result?["pid"]?.doubleValue == Double(agent.process.processIdentifier))
     }
 
-    @Test func invalidArgumentsNameTheField() throws {
-        let agent = try AgentProcess()
+    @Test func invalidArgumentsNameTheField() async throws {
+        let agent = try await AgentProcess()
         let client = try RawClient(endpoint: agent.appEndpoint, type: .req)
         let reply = try client.call(
             "loadRequests",
@@ -89,23 +89,32 @@ import ZeroMQ
         #expect(reply.error?.field == "requests[0].productParameters.color")
     }
 
-    @Test func sigtermStopsWithinASecondAndRemovesSocketFiles() throws {
-        let agent = try AgentProcess()
+    /// The stop must end before systemd's `TimeoutStopSec` would SIGKILL the agent (a correctness deadline, read
+    /// from the unit file); how fast an idle agent stops is measured by `tools/bench` ("SIGTERM to exit, idle"),
+    /// not asserted here: a one-second bound failed when tests ran side by side on a busy machine.
+    @Test func sigtermStopsBeforeSystemdWouldKillItAndRemovesSocketFiles() async throws {
+        let unit = try String(
+            contentsOf: Binaries.packageRoot.appendingPathComponent("systemd/preflightd.service"),
+            encoding: .utf8
+        )
+        let stopSeconds = try #require(
+            unit.split(separator: "\n").first { $0.hasPrefix("TimeoutStopSec=") }.flatMap { Int($0.dropFirst(15)) }
+        )
+        let agent = try await AgentProcess()
         #expect(agent.socketFiles.allSatisfy { FileManager.default.fileExists(atPath: $0) })
-        let elapsed = try agent.stop(signal: SIGTERM)
+        try await agent.stop(signal: SIGTERM, timeout: .seconds(stopSeconds))
         #expect(agent.process.terminationStatus == 0)
-        #expect(elapsed < .seconds(1), "stop took \(elapsed)")
         #expect(agent.socketFiles.allSatisfy { !FileManager.default.fileExists(atPath: $0) })
     }
 
-    @Test func sigintStopsCleanlyToo() throws {
-        let agent = try AgentProcess()
-        try agent.stop(signal: SIGINT)
+    @Test func sigintStopsCleanlyToo() async throws {
+        let agent = try await AgentProcess()
+        try await agent.stop(signal: SIGINT)
         #expect(agent.process.terminationStatus == 0)
     }
 
-    @Test func refusesToStartWhereAnotherAgentServes() throws {
-        let first = try AgentProcess()
+    @Test func refusesToStartWhereAnotherAgentServes() async throws {
+        let first = try await AgentProcess()
         let second = Process()
         second.executableURL = Binaries.preflightd
         second.arguments = ["--config", first.configPath]
@@ -121,9 +130,9 @@ import ZeroMQ
         #expect(try RawClient(endpoint: first.adminEndpoint, type: .req).call("ping").result != nil)
     }
 
-    @Test func replacesAStaleSocketFileLeftByAKilledAgent() throws {
-        let first = try AgentProcess()
-        try first.stop(signal: SIGKILL)
+    @Test func replacesAStaleSocketFileLeftByAKilledAgent() async throws {
+        let first = try await AgentProcess()
+        try await first.stop(signal: SIGKILL)
         #expect(FileManager.default.fileExists(atPath: first.socketFiles[0]))
         let second = Process()
         second.executableURL = Binaries.preflightd
@@ -134,13 +143,13 @@ import ZeroMQ
             kill(second.processIdentifier, SIGKILL)
             second.waitUntilExit()
         }
-        try waitUntil("the second agent to answer") {
+        try await waitFor("the second agent to answer") {
             (try? RawClient(endpoint: first.adminEndpoint, type: .req).call("ping", id: "x").result) != nil
         }
     }
 
-    @Test func publishesEventsAndAgentStoppingToSubscribers() throws {
-        let agent = try AgentProcess()
+    @Test func publishesEventsAndAgentStoppingToSubscribers() async throws {
+        let agent = try await AgentProcess()
         let context = try ZeroMQContext()
         let subscriber = try context.makeSocket(.sub)
         defer { subscriber.close() }
@@ -159,13 +168,13 @@ import ZeroMQ
             }
         }
         // PUB drops what is published before a subscription arrives: provoke events until one is seen.
-        try waitUntil("the subscription to carry an event") {
+        try await waitFor("the subscription to carry an event") {
             _ = try app.call("clearPrefetchCache")
             try receive()
             return topics.contains("offers.cleared")
         }
         kill(agent.process.processIdentifier, SIGTERM)
-        try waitUntil("agent.stopping") {
+        try await waitFor("agent.stopping") {
             try receive()
             return topics.contains("agent.stopping")
         }
@@ -174,8 +183,8 @@ import ZeroMQ
     /// The events socket tells the agent what is subscribed to: an event no subscriber's prefix matches is not
     /// built or sent (`status`'s `eventsPublished` counts those sent), and one stops being sent when its last
     /// subscriber goes.
-    @Test func publishesOnlyTopicsSomeSubscriberReceives() throws {
-        let agent = try AgentProcess()
+    @Test func publishesOnlyTopicsSomeSubscriberReceives() async throws {
+        let agent = try await AgentProcess()
         let app = try RawClient(endpoint: agent.appEndpoint, type: .req)
         let admin = try RawClient(endpoint: agent.adminEndpoint, type: .req)
         func published() throws -> Double {
@@ -197,19 +206,19 @@ import ZeroMQ
         let offers = try context.makeSocket(.sub)
         try offers.setOption(.subscribe(Array("offers.".utf8)))
         try offers.connect(agent.eventsEndpoint)
-        try waitUntil("offers.cleared to be published once `offers.` is subscribed to") { try clearingPublishes() }
+        try await waitFor("offers.cleared to be published once `offers.` is subscribed to") { try clearingPublishes() }
         var items = [PollItem(socket: offers, events: .readable)]
         #expect(try poll(&items, timeout: .seconds(10)) > 0)
         #expect(try offers.receive().first == Array("offers.cleared".utf8))
         // Its only subscriber gone, `offers.cleared` is no longer published; `auth.` does not match it.
         offers.close()
-        try waitUntil("offers.cleared to stop once its subscriber is gone") { try !clearingPublishes() }
+        try await waitFor("offers.cleared to stop once its subscriber is gone") { try !clearingPublishes() }
         #expect(try !clearingPublishes())
     }
 }
 
 @Suite struct ConfigurationProcessTests {
-    @Test func wrongValueExits78NamingTheKey() throws {
+    @Test func wrongValueExits78NamingTheKey() async throws {
         let folder = try TestFolder()
         let path = folder.path("bad.json")
         try Data(#"{"target": {"clientCode": "acme", "timeout": "soon"}}"#.utf8).write(to: URL(fileURLWithPath: path))
@@ -225,7 +234,7 @@ import ZeroMQ
         #expect(output.contains("target.timeout"))
     }
 
-    @Test func checkConfigValidatesAndWarnsAboutUnknownKeys() throws {
+    @Test func checkConfigValidatesAndWarnsAboutUnknownKeys() async throws {
         let folder = try TestFolder()
         let path = folder.path("ok.json")
         try Data(#"{"target": {"clientCode": "acme", "colour": "blue"}}"#.utf8).write(to: URL(fileURLWithPath: path))
@@ -243,8 +252,8 @@ import ZeroMQ
 }
 
 @Suite struct PreflightctlTests {
-    @Test func pingAndStatusJSONAgainstARunningAgent() throws {
-        let agent = try AgentProcess()
+    @Test func pingAndStatusJSONAgainstARunningAgent() async throws {
+        let agent = try await AgentProcess()
         let ping = try runCtl(["--config", agent.configPath, "ping"])
         #expect(ping.status == 0, "\(ping.stderr)")
         #expect(ping.stdout.contains("preflightd \(preflightVersion)"))
@@ -259,15 +268,15 @@ import ZeroMQ
         #expect(human.stdout.contains("Endpoint admin"))
     }
 
-    @Test func stoppedAgentExits3NamingTheEndpoint() throws {
-        let agent = try AgentProcess()
-        try agent.stop()
+    @Test func stoppedAgentExits3NamingTheEndpoint() async throws {
+        let agent = try await AgentProcess()
+        try await agent.stop()
         let result = try runCtl(["--config", agent.configPath, "ping"])
         #expect(result.status == 3)
         #expect(result.stderr.contains(agent.adminEndpoint))
     }
 
-    @Test func silentEndpointExits3AfterTheTimeout() throws {
+    @Test func silentEndpointExits3AfterTheTimeout() async throws {
         // A bound socket that never answers: the CLI must give up and say where it looked.
         let folder = try TestFolder()
         let endpoint = "ipc://\(folder.path("mute.sock"))"
@@ -280,13 +289,13 @@ import ZeroMQ
         #expect(result.stderr.contains(endpoint))
     }
 
-    @Test func usageErrorsExit2() throws {
+    @Test func usageErrorsExit2() async throws {
         #expect(try runCtl(["no-such-command"]).status == 2)
         #expect(try runCtl(["ping", "--timeout", "soon"]).status == 2)
     }
 
-    @Test func adminCommandsThroughTheAppEndpointExit4() throws {
-        let agent = try AgentProcess()
+    @Test func adminCommandsThroughTheAppEndpointExit4() async throws {
+        let agent = try await AgentProcess()
         let result = try runCtl(["--endpoint", agent.appEndpoint, "status"])
         #expect(result.status == 4, "\(result.stderr)")
     }

@@ -41,9 +41,9 @@ import UpstreamHTTP
         let fallback = Fallback()
         let connection: KeepAliveConnection
 
-        init(idleTimeout: Duration = .seconds(60)) throws {
+        init(idleTimeout: Duration = .seconds(60)) async throws {
             folder = try TestFolder()
-            sim = try SimulatorProcess(folder: folder)
+            sim = try await SimulatorProcess(folder: folder)
             connection = KeepAliveConnection(fallback: fallback, idleTimeout: idleTimeout)
         }
 
@@ -79,7 +79,7 @@ import UpstreamHTTP
     }
 
     @Test func callsOneAfterAnotherShareOneConnection() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         for _ in 0..<5 {
             let response = try await setup.connection.send(setup.delivery())
             #expect(response.status == 200 || response.status == 400)
@@ -93,7 +93,7 @@ import UpstreamHTTP
     }
 
     @Test func aConnectionTheServerClosedWhileIdleIsReplacedWithoutAFailedCall() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         _ = try await setup.connection.send(setup.delivery())
         try await setup.sim.call("POST", "/_sim/connections/close-idle")
         try await waitFor("the simulator to close the idle connection") { try await setup.openConnections() == 0 }
@@ -110,7 +110,7 @@ import UpstreamHTTP
     /// The server read the request and closed without answering: the call fails and is not sent again,
     /// even on a connection that answered before (the server may have carried it out).
     @Test func aRequestTheServerDroppedIsNotSentAgain() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         _ = try await setup.connection.send(setup.delivery())
         try await setup.fault(["drop": true])
         #expect(await setup.failure(of: setup.delivery())?.kind == .connection)
@@ -119,7 +119,7 @@ import UpstreamHTTP
     }
 
     @Test func aCallWhileTheConnectionIsBusyGoesToTheGeneralClient() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(["latencyMs": 3000])
         let connection = setup.connection
         let request = setup.delivery()
@@ -135,7 +135,7 @@ import UpstreamHTTP
     }
 
     @Test func aBodyTricklingInEndsAtTheDeadlineAndTheConnectionIsNotReused() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(["trickleBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
         _ = try await setup.connection.send(setup.delivery())
@@ -143,30 +143,30 @@ import UpstreamHTTP
     }
 
     @Test func aDeadlineEarlierThanTheLastCallsStillEndsTheCall() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         _ = try await setup.connection.send(setup.delivery(timeout: .seconds(600)))
         try await setup.fault(["trickleBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
     }
 
     @Test func anIdleConnectionIsClosedAfterItsIdleTimeout() async throws {
-        // The call's deadline (1 s) comes before the idle timeout (2 s): the one timer fires, finds the connection
-        // idle but not yet for long enough, and waits again.
-        let setup = try Setup(idleTimeout: .seconds(2))
-        _ = try await setup.connection.send(setup.delivery(timeout: .seconds(1)))
+        // The call's deadline (5 s, generous for one call on loopback) comes before the idle timeout (6 s): the one
+        // timer fires, finds the connection idle but not yet for long enough, and waits again.
+        let setup = try await Setup(idleTimeout: .seconds(6))
+        _ = try await setup.connection.send(setup.delivery(timeout: .seconds(5)))
         try await waitFor("the idle connection to close") { try await setup.openConnections() == 0 }
         _ = try await setup.connection.send(setup.delivery())
         #expect(setup.connection.connectionsOpened == 2)
     }
 
     @Test func headersTricklingInEndAtTheDeadline() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(["slowHeadersBytesPerSecond": 10])
         #expect(await setup.failure(of: setup.delivery(timeout: .seconds(1)))?.kind == .timeout)
     }
 
     @Test func aBodyOverTheCapFails() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(["oversizedBytes": 70_000])
         #expect(await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))?.kind == .bodyTooLarge)
         _ = try await setup.connection.send(setup.delivery())
@@ -177,7 +177,7 @@ import UpstreamHTTP
         ["resetMidBody": true] as JSONObject, ["truncated": true], ["drop": true], ["endlessBody": true],
     ])
     func aBrokenAnswerFailsAsAConnectionErrorAndTheNextCallGetsANewConnection(_ effect: JSONObject) async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(effect)
         let failure = await setup.failure(of: setup.delivery(maxResponseBytes: 65_536))
         #expect(
@@ -202,7 +202,7 @@ import UpstreamHTTP
     }
 
     @Test func aCancelledCallEndsCancelled() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         try await setup.fault(["hangMs": 10_000])
         let connection = setup.connection
         let request = setup.delivery(timeout: .seconds(30))
@@ -249,7 +249,7 @@ import UpstreamHTTP
     }
 
     @Test func afterCloseCallsGoToTheGeneralClient() async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         _ = try await setup.connection.send(setup.delivery())
         setup.connection.close()
         try await waitFor("the connection to close") { try await setup.openConnections() == 0 }
@@ -320,7 +320,7 @@ import UpstreamHTTP
         ("POST", "", "v"), ("PO ST", "X-Fine", "v"),
     ])
     func aHeadHTTPCannotCarryGoesToTheGeneralClient(_ method: String, _ name: String, _ value: String) async throws {
-        let setup = try Setup()
+        let setup = try await Setup()
         var request = setup.delivery()
         request.method = method
         request.headers.append((name: name, value: value))

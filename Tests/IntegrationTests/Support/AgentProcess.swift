@@ -28,22 +28,11 @@ enum Binaries {
     static var preflightctl: URL { directory.appendingPathComponent("preflightctl") }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; a generous deadline, never a fixed sleep.
-func waitUntil(
-    timeout: Duration = .seconds(20),
-    _ what: String,
-    _ condition: () throws -> Bool
-) throws {
-    let deadline = MonotonicInstant.now + timeout
-    while MonotonicInstant.now < deadline {
-        if try condition() { return }
-        usleep(5_000)
-    }
-    throw TestFailure("timed out after \(timeout) waiting for \(what)")
-}
-
-/// `waitUntil` for async tests: polls `condition` (which may await) until it holds or `timeout` passes, sleeping
-/// between polls without holding a thread of the cooperative pool.
+/// Polls `condition` (which may await) until it holds or `timeout` passes: a generous deadline, never a fixed sleep.
+/// It sleeps between polls without holding a thread of the cooperative pool, and every wait of these tests is
+/// this one: `swift test` runs tests side by side on that pool (two threads on a 2-core machine), and a test
+/// that held a thread while a process started (a blocking poll) kept the others' calls from resuming, so that a
+/// call to the simulator with a 10-second deadline timed out with the simulator idle.
 func waitFor(
     timeout: Duration = .seconds(20),
     _ what: String,
@@ -96,7 +85,7 @@ final class AgentProcess {
     var socketFiles: [String] { ["app", "admin", "events"].map { folder.path("run/\($0).sock") } }
 
     /// Writes a configuration (merged with `extra` sections) and starts the agent; returns once it answers.
-    init(extra: JSONObject = [:], waitUntilReady: Bool = true) throws {
+    init(extra: JSONObject = [:], waitUntilReady: Bool = true) async throws {
         folder = try TestFolder()
         configPath = folder.path("preflight.json")
         logPath = folder.path("preflightd.log")
@@ -123,17 +112,17 @@ final class AgentProcess {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         try launch()
         if waitUntilReady {
-            try waitForReady()
+            try await waitForReady()
         }
     }
 
     /// Starts the agent again after `stop`, with the same configuration, endpoints, state folder and log (the
     /// log keeps growing), and returns once it answers: an agent restart as systemd would do it.
-    func restart() throws {
+    func restart() async throws {
         guard !process.isRunning else { throw TestFailure("restart() needs the agent stopped first") }
         process = Process()
         try launch()
-        try waitForReady()
+        try await waitForReady()
     }
 
     private func launch() throws {
@@ -146,8 +135,8 @@ final class AgentProcess {
         try process.run()
     }
 
-    func waitForReady() throws {
-        try waitUntil("preflightd to answer ping on \(adminEndpoint)") {
+    func waitForReady() async throws {
+        try await waitFor("preflightd to answer ping on \(adminEndpoint)") {
             guard process.isRunning else {
                 throw TestFailure("preflightd exited with \(process.terminationStatus): \(log)")
             }
@@ -164,10 +153,10 @@ final class AgentProcess {
 
     /// Sends a signal and waits for the process to exit; returns how long that took.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) throws -> Duration {
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async throws -> Duration {
         let started = MonotonicInstant.now
         kill(process.processIdentifier, signal)
-        try waitUntil(timeout: timeout, "preflightd to exit") { !process.isRunning }
+        try await waitFor(timeout: timeout, "preflightd to exit") { !process.isRunning }
         return MonotonicInstant.now - started
     }
 

@@ -13,7 +13,7 @@ final class SimulatorProcess {
     let url: String
     let logPath: String
 
-    init(folder: TestFolder) throws {
+    init(folder: TestFolder) async throws {
         let portFile = folder.path("sim.port")
         logPath = folder.path("sim.log")
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -24,7 +24,7 @@ final class SimulatorProcess {
         process.standardOutput = log
         try process.run()
         var port = ""
-        try waitUntil("preflight-sim to listen") { [process, logPath] in
+        try await waitFor("preflight-sim to listen") { [process, logPath] in
             guard process.isRunning else {
                 throw TestFailure(
                     "preflight-sim exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")"
