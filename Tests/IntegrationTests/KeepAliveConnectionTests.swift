@@ -95,6 +95,11 @@ import UpstreamHTTP
     @Test func aConnectionTheServerClosedWhileIdleIsReplacedWithoutAFailedCall() async throws {
         let setup = try await Setup()
         _ = try await setup.connection.send(setup.delivery())
+        // The simulator's thread marks the connection idle after it wrote the answer, which this side may read
+        // first: close-idle before then finds it busy and leaves it open (seen under load in tools/soak-tests).
+        try await waitFor("the simulator to hold the connection idle") {
+            try await setup.sim.call("GET", "/_sim/connections")?["idle"]?.doubleValue == 1
+        }
         try await setup.sim.call("POST", "/_sim/connections/close-idle")
         try await waitFor("the simulator to close the idle connection") { try await setup.openConnections() == 0 }
         // Once this side has seen the close: a close that crosses the next request fails that call (the
