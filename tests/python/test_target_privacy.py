@@ -135,7 +135,9 @@ def test_configuration_sets_it_and_the_later_of_configuration_and_admin_wins(tar
     wait_until("the configured status", lambda: privacy(agent)["status"] == "optedOut")
     assert privacy(agent) == {"status": "optedOut", "setBy": "configuration", "configured": "optedOut"}
     assert ok(request(agent.admin, "offers.list"))["offers"] == []
-    assert "Target privacy is optedOut" in read_log(folder)
+    # The status switches before the log line is written (the visitor's file is rewritten in between, fsyncs
+    # and all): on a loaded machine the line comes a moment after the status (seen in tools/soak-tests).
+    wait_until("the opt-out in the log", lambda: "Target privacy is optedOut" in read_log(folder))
     events.close()
 
 
