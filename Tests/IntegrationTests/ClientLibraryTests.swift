@@ -171,8 +171,8 @@ import Testing
         )
         // Short attempts: on a loaded machine even a running agent may miss one, so wait until one is answered.
         try await waitFor("the agent to answer within an attempt") { (try? await client.ping()) != nil }
-        // SIGSTOP: the socket file is live (the kernel still accepts connections), but nothing answers.
-        kill(agent.process.processIdentifier, SIGSTOP)
+        // Stopped: the socket file is live (the kernel still accepts connections), but nothing answers.
+        try await agent.suspend()
         let stopped = await client.targetLoadRequests([TargetRequestObject(name: "logo", defaultContent: "d")])
         kill(agent.process.processIdentifier, SIGCONT)
 

@@ -160,6 +160,25 @@ final class AgentProcess {
         return MonotonicInstant.now - started
     }
 
+    /// Sends SIGSTOP and returns once every thread of the agent is stopped. `kill` returns before that: the
+    /// kernel wakes one thread to begin the group stop, and until it runs the others go on (on a loaded
+    /// machine, long enough to answer a request sent right after `kill`).
+    func suspend() async throws {
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        try await waitFor("every thread of preflightd \(pid) to be stopped") {
+            let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+            return !tasks.isEmpty
+                && tasks.allSatisfy { task in
+                    // /proc/PID/task/TID/stat: "TID (comm) STATE ...", comm may hold spaces and parentheses.
+                    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                        let close = stat.lastIndex(of: ")")
+                    else { return false }
+                    return stat[close...].dropFirst(2).first == "T"
+                }
+        }
+    }
+
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
