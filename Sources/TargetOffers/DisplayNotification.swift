@@ -38,6 +38,10 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         let lineCount: Int
         let timestampDigits: Range<Int>
         let serial: Int
+        /// The offer's `notificationDefinition` for a display of a cached offer, whose `fragment` (in the item)
+        /// the journal writes once per file; 0 for any other (its journal line is the whole one).
+        let definition: Int
+        let fragment: Range<Int>
     }
 
     /// Written once, when made, and never changed after.
@@ -80,6 +84,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         var stampedByBoxClock: Bool { withUnsafeMutablePointerToHeader { $0.pointee.stampedByBoxClock } }
         var timestampDigits: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.timestampDigits } }
         var serial: Int { withUnsafeMutablePointerToHeader { $0.pointee.serial } }
+        var definition: Int { withUnsafeMutablePointerToHeader { $0.pointee.definition } }
     }
 
     private var fields: Fields
@@ -154,6 +159,67 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         fields.withLine(body)
     }
 
+    /// The offer this display's short journal line refers to (`CachedOffer.notificationDefinition`); 0: none,
+    /// the journal writes its whole line (a click, one read back from a journal, one stamped again).
+    var definition: Int { fields.definition }
+
+    /// At most how many bytes `writeShortJournalLine` writes.
+    var shortJournalLineCapacity: Int {
+        fields.withUnsafeMutablePointerToHeader { $0.pointee.count } + JSONWriter.maxIntegerLength
+            + Self.shortLinePrefix.utf8CodeUnitCount + Self.shortLineMiddle.utf8CodeUnitCount
+            + Self.boxClockMember.utf8CodeUnitCount + 2
+    }
+
+    /// Its short journal line, newline included: `{"a":<definition>,"i":<the item without the offer's
+    /// members>}` (and `"boxClock":true` as in the whole line). About 90 bytes where the whole line is 240 and
+    /// more (a real offer's mbox state and tokens): the journal is written for every cached load.
+    func writeShortJournalLine(to line: inout ByteCursor) {
+        fields.withUnsafeMutablePointers { header, tail in
+            let item = UnsafePointer(tail + Self.linePrefix.utf8CodeUnitCount)
+            let fragment = header.pointee.fragment
+            line.put(Self.shortLinePrefix)
+            line.skip(JSONWriter.writeDigits(Int64(header.pointee.definition), to: line.next))
+            line.put(Self.shortLineMiddle)
+            // The item up to the comma before the fragment, then what follows it (targeting, the closing brace).
+            line.put(UnsafeBufferPointer(start: item, count: fragment.lowerBound - 1))
+            line.put(
+                UnsafeBufferPointer(
+                    start: item + fragment.upperBound,
+                    count: header.pointee.count - fragment.upperBound
+                )
+            )
+            if header.pointee.stampedByBoxClock { line.put(Self.boxClockMember) }
+            line.put(UInt8(ascii: "}"))
+            line.put(0x0A)
+        }
+    }
+
+    /// The line defining its offer for the short lines after it in the same file, newline included:
+    /// `{"def":<definition>,"fragment":{<the offer's members>}}`, with `"property"` when it has one.
+    func appendDefinitionLine(to bytes: inout [UInt8]) {
+        var writer = JSONWriter(reservingCapacity: 0)
+        swap(&writer.bytes, &bytes)
+        defer { swap(&writer.bytes, &bytes) }
+        writer.appendASCII("{\"def\":")
+        writer.writeInteger(Int64(definition))
+        writer.appendASCII(",\"fragment\":{")
+        fields.withUnsafeMutablePointers { header, tail in
+            let fragment = header.pointee.fragment
+            writer.bytes.append(
+                contentsOf: UnsafeBufferPointer(
+                    start: tail + Self.linePrefix.utf8CodeUnitCount + fragment.lowerBound,
+                    count: fragment.count
+                )
+            )
+        }
+        writer.appendASCII("}")
+        writer.bytes.append(contentsOf: Self.propertyMember(property))
+        writer.appendASCII("}\n")
+    }
+
+    private static let shortLinePrefix: StaticString = #"{"a":"#
+    private static let shortLineMiddle: StaticString = #","i":"#
+
     /// What comes before the item in the tail: the start of its journal line.
     fileprivate static let linePrefix: StaticString = #"{"add":"#
     private static let boxClockMember: StaticString = #","boxClock":true"#
@@ -216,6 +282,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
                 mboxName: offer.name,
                 property: offer.property,
                 fragment: offer.notificationFragment,
+                definition: offer.notificationDefinition,
                 targeting: targeting,
                 profileParameters: profileParameters,
                 timestampMs: timestampMs,
@@ -227,6 +294,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             mboxName: offer.name,
             property: offer.property,
             fragment: offer.notificationFragment,
+            definition: offer.notificationDefinition,
             targeting: nil,
             profileParameters: [],
             timestampMs: timestampMs,
@@ -251,6 +319,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             mboxName: name,
             property: property,
             fragment: fragment(mbox: name, state: state, tokens: [token]),
+            definition: 0,
             targeting: targeting,
             profileParameters: profileParameters,
             timestampMs: timestampMs,
@@ -279,6 +348,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         mboxName: String,
         property: String?,
         fragment: [UInt8],
+        definition: Int,
         targeting: MboxTargeting?,
         profileParameters: [Parameter],
         timestampMs: Int64,
@@ -338,7 +408,9 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             let digits = item.count..<(item.count + length)
             item.skip(length)
             item.put(UInt8(ascii: ","))
+            let fragmentStart = item.count
             item.put(fragment)
+            let fragmentRange = fragmentStart..<item.count
             item.put(targetingBytes)
             item.put(UInt8(ascii: "}"))
             let count = item.count
@@ -353,7 +425,9 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
                 count: count,
                 lineCount: linePrefix.utf8CodeUnitCount + item.count,
                 timestampDigits: digits,
-                serial: serial
+                serial: serial,
+                definition: definition,
+                fragment: fragmentRange
             )
         }
         return DisplayNotification(fields: fields)
@@ -391,7 +465,9 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
                 count: encoded.count,
                 lineCount: Self.linePrefix.utf8CodeUnitCount + line.count,
                 timestampDigits: timestampDigits,
-                serial: serial
+                serial: serial,
+                definition: 0,
+                fragment: 0..<0
             )
         }
     }

@@ -2,11 +2,15 @@ import Logging
 import PreflightProtocol
 import StateFiles
 
-/// The notification journal's file: one line per change, `{"add":<Delivery item>}` (with `"property"` when it
-/// belongs to a property other than the configured one) when a notification is queued and `{"ack":["id",…]}` when it leaves (confirmed, or dropped at capacity). Lines are
-/// gathered in memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`,
-/// and the whole file is rewritten atomically by `compact(keeping:)` when its history outgrows what is
-/// live. `replay(path:)` reads it back at start.
+/// The notification journal's file: one line per change. A queued notification is `{"add":<Delivery item>}`
+/// (with `"property"` when it belongs to a property other than the configured one, `"boxClock":true` when the
+/// box's clock stamped it); a display of a cached offer is shorter, `{"a":S,"i":<the item without the offer's
+/// members>}`, after the offer's members were written once in the file as `{"def":S,"fragment":{…}}` (S the
+/// offer's `notificationDefinition`): a flood of loads writes about 90 bytes a load instead of 240 and more.
+/// `{"ack":["id",…]}` when notifications leave (confirmed, or dropped at capacity). Lines are gathered in
+/// memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`, and the whole file
+/// is rewritten atomically (whole `add` lines) when its history outgrows what is live. `replay(path:)` reads
+/// it back at start.
 ///
 /// Not thread-safe: `NotificationQueue` holds it under its lock, beside the `NotificationBook`.
 struct NotificationJournal: Sendable {
@@ -21,6 +25,10 @@ struct NotificationJournal: Sendable {
     private var unwrittenLines = 0
     /// A compaction under way: what was written to the file since it began, for its replacement's tail.
     private var compaction: Compaction?
+    /// The offers whose `def` line is in the file (or gathered for it), and the last one looked up: a flood of
+    /// loads of one offer checks one integer, not a set.
+    private var defined = Set<Int>()
+    private var lastDefined = 0
     private let logger: Logger
 
     private struct Compaction: Sendable {
@@ -66,9 +74,36 @@ struct NotificationJournal: Sendable {
     }
 
     /// Records a queued notification: its line goes straight into the unwritten bytes, with no line of
-    /// its own to allocate (this runs on the I/O thread for every cache hit).
+    /// its own to allocate (this runs on the I/O thread for every cache hit). A display of a cached offer
+    /// gets the short line, after its offer's `def` line when the file has none yet.
     mutating func add(_ notification: DisplayNotification) {
-        append { Self.appendAddLine(notification, to: &$0) }
+        guard file != nil else { return }
+        let definition = notification.definition
+        guard definition != 0 else {
+            append { Self.appendAddLine(notification, to: &$0) }
+            return
+        }
+        if definition != lastDefined {
+            if defined.insert(definition).inserted {
+                append { notification.appendDefinitionLine(to: &$0) }
+            }
+            lastDefined = definition
+        }
+        append { bytes in
+            var writer = JSONWriter(reservingCapacity: 0)
+            swap(&writer.bytes, &bytes)
+            defer { swap(&writer.bytes, &bytes) }
+            writer.appendComposed(capacity: notification.shortJournalLineCapacity) {
+                notification.writeShortJournalLine(to: &$0)
+            }
+        }
+    }
+
+    /// The file no longer holds (or will not hold) the `def` lines written so far: the next display of each
+    /// offer defines it again.
+    private mutating func forgetDefinitions() {
+        defined.removeAll()
+        lastDefined = 0
     }
 
     /// Records notifications that left the queue: `{"ack":["id",…]}`, their ids written straight into the
@@ -126,6 +161,8 @@ struct NotificationJournal: Sendable {
             }
         } catch {
             logger.error("cannot append to the notification journal", metadata: ["errno": "\(error.errno)"])
+            // The lost lines may hold `def` lines: define again rather than refer to what is not there.
+            forgetDefinitions()
         }
         unwritten.removeAll(keepingCapacity: true)
         unwrittenLines = 0
@@ -156,6 +193,9 @@ struct NotificationJournal: Sendable {
         guard file != nil, compaction == nil else { return false }
         commit()
         compaction = Compaction()
+        // The replacement begins with whole lines: a display journaled from now on defines its offer again,
+        // in the old file and so in what is carried into the replacement.
+        forgetDefinitions()
         return true
     }
 
@@ -223,6 +263,7 @@ struct NotificationJournal: Sendable {
             lines = 0
             dirty = true
         }
+        forgetDefinitions()
     }
 
     // MARK: Replay
@@ -234,6 +275,7 @@ struct NotificationJournal: Sendable {
         guard let data = try? FileSystem.readFile(path, limit: .max) else { return [] }
         var acknowledged = Set<String>()
         var added: [DisplayNotification] = []
+        var definitions: [Int64: (fragment: JSONObject, property: String?)] = [:]
         var unreadable = 0
         for line in data.split(separator: 0x0A) where !line.isEmpty {
             guard let entry = try? JSONReader.read(Array(line)) else {
@@ -248,6 +290,21 @@ struct NotificationJournal: Sendable {
                 )
             {
                 added.append(notification)
+            } else if let short = entry["i"]?.objectValue, case .integer(let definition)? = entry["a"] {
+                // A short line: its item is whole again with its offer's members.
+                guard let offer = definitions[definition],
+                    let notification = DisplayNotification(
+                        deliveryJSON: .object(JSONObject(short.members + offer.fragment.members)),
+                        property: offer.property,
+                        stampedByBoxClock: entry["boxClock"] == .bool(true)
+                    )
+                else {
+                    unreadable += 1
+                    continue
+                }
+                added.append(notification)
+            } else if case .integer(let definition)? = entry["def"], let fragment = entry["fragment"]?.objectValue {
+                definitions[definition] = (fragment, entry["property"]?.stringValue)
             } else if let ids = entry["ack"]?.arrayValue {
                 for id in ids { if let id = id.stringValue { acknowledged.insert(id) } }
             }

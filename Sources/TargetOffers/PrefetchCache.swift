@@ -81,9 +81,14 @@ public final class CachedOffer: Sendable {
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
     let notificationFragment: [UInt8]
+    /// This run's number for the offer, unique in the process (never reused, as an address could be): the
+    /// notification journal writes `notificationFragment` once per file under it, and each display's line
+    /// refers to it (`NotificationJournal`).
+    let notificationDefinition = CachedOffer.definitions.add(1, ordering: .relaxed).newValue
     public let cachedAt: MonotonicInstant
     public let cachedAtEpochMs: Int64
     private let hitCount = Atomic<Int>(0)
+    private static let definitions = Atomic<Int>(0)
 
     /// Approximate bytes this entry holds (encoded content, notification fragment, tokens, state,
     /// name, fixed overhead), for the cache budget.

@@ -387,7 +387,8 @@ func onDeviceService(
             journal.commit()
             journal.close()
             let contents = try String(contentsOfFile: path, encoding: .utf8)
-            #expect(contents.split(separator: "\n").count == 5)  // two live adds, "new", the ack, "after"
+            // Two live adds, "new" (its offer's def line and its own), the ack, "after" (the same).
+            #expect(contents.split(separator: "\n").count == 7)
             #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["old9", "new", "after"])
             let left = try FileManager.default.contentsOfDirectory(atPath: folder)
             #expect(left == ["target-notifications.journal"])  // no replacement left behind
@@ -454,9 +455,10 @@ func onDeviceService(
         #expect(restarted.take(max: 10).map(\.id) == [unconfirmed.id])
     }
 
-    /// The journal line a notification carries from its making (`withJournalLine`) is the one replay reads: its
-    /// item, its property and its box-clock mark come back as they went in.
-    @Test func aJournalLineCarriesThePropertyAndTheBoxClockMark() throws {
+    /// A display of a cached offer is journaled as a short line referring to its offer's `def` line (written once
+    /// in the file), a click as its whole line; replay makes each whole again: its item, its property and its
+    /// box-clock mark come back as they went in.
+    @Test func journalLinesCarryThePropertyAndTheBoxClockMarkAndOffersAreDefinedOnce() throws {
         try inJournalFolder { folder, path in
             let withProperty = CachedOffer(
                 name: "shelf",
@@ -473,28 +475,107 @@ func onDeviceService(
                 timestampMs: 946_684_800_000,
                 stampedByBoxClock: true
             )
-            let plain = notification("plain")
+            let targeted = DisplayNotification.display(
+                of: withProperty,
+                targeting: MboxTargeting(),
+                profileParameters: [Parameter("tier", "gold")],
+                timestampMs: 1_800_000_000_000
+            )
+            let click = DisplayNotification.click(
+                mbox: "shelf",
+                property: "p-\"token\"",
+                state: "state-shelf",
+                token: "click-tok",
+                targeting: MboxTargeting(),
+                profileParameters: [],
+                timestampMs: 946_684_800_001,
+                stampedByBoxClock: true
+            )
             do {
                 let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-                queue.enqueue(marked)
-                queue.enqueue(plain)
+                for notification in [marked, targeted, click] { queue.enqueue(notification) }
                 queue.commitJournal()
             }
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-            let markedItem = String(decoding: marked.encoded, as: UTF8.self)
-            #expect(lines[0] == #"{"add":"# + markedItem + #","property":"p-\"token\"","boxClock":true}"#)
-            #expect(lines[1] == #"{"add":"# + String(decoding: plain.encoded, as: UTF8.self) + "}")
+            let definition = withProperty.notificationDefinition
+            #expect(
+                lines == [
+                    #"{"def":\#(definition),"fragment":{"mbox":{"name":"shelf","state":"state-shelf"},"tokens":["tok"]},"#
+                        + #""property":"p-\"token\""}"#,
+                    #"{"a":\#(definition),"i":{"id":"\#(marked.id)","type":"display","timestamp":946684800000},"#
+                        + #""boxClock":true}"#,
+                    #"{"a":\#(definition),"i":{"id":"\#(targeted.id)","type":"display","timestamp":1800000000000,"#
+                        + #""profileParameters":{"tier":"gold"}}}"#,
+                    #"{"add":"# + String(decoding: click.encoded, as: UTF8.self)
+                        + #","property":"p-\"token\"","boxClock":true}"#,
+                ]
+            )
             let replayed = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
-            let batch = replayed.take(max: 1)
-            #expect(batch.map(\.id) == [marked.id])
-            #expect(batch.first?.property == #"p-"token""#)
-            #expect(batch.first?.stampedByBoxClock == true)
+            let batch = replayed.take(max: 10)
+            #expect(batch.map(\.id) == [marked.id, targeted.id, click.id])
+            #expect(batch.map(\.property) == Array(repeating: #"p-"token""#, count: 3))
+            #expect(batch.map(\.stampedByBoxClock) == [true, false, true])
             // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
             func members(_ notification: DisplayNotification) throws -> [String: JSONValue] {
                 let item = try #require(try JSONReader.read(notification.encoded).objectValue)
                 return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
             }
-            #expect(try members(try #require(batch.first)) == (try members(marked)))
+            for (read, written) in zip(batch, [marked, targeted, click]) {
+                #expect(try members(read) == (try members(written)))
+            }
+        }
+    }
+
+    /// A compaction's replacement starts with whole lines, and a truncation with nothing: an offer defined in the
+    /// file before is defined again for the short lines after, or a replay could not make them whole.
+    @Test func offersAreDefinedAgainAfterACompactionAndATruncation() throws {
+        try inJournalFolder { folder, path in
+            let shelf = offer("shelf")
+            func display() -> DisplayNotification {
+                .display(of: shelf, targeting: nil, profileParameters: [], timestampMs: 1_800_000_000_000)
+            }
+            var journal = NotificationJournal(path: path, live: [], logger: logger)
+            let first = display()
+            journal.add(first)
+            journal.acknowledge([first])
+            let began = journal.beginCompaction()
+            #expect(began)
+            let replacement = NotificationJournal.prepareReplacement(keeping: [], path: path, logger: logger)
+            let during = display()
+            journal.add(during)
+            let replaced = journal.finishCompaction(replacement, liveCount: 0)
+            #expect(replaced)
+            let after = display()
+            journal.add(after)
+            journal.commit()
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.id) == [during.id, after.id])
+            let definitions = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+                .filter { $0.hasPrefix(#"{"def":"#) }
+            #expect(definitions.count == 1)
+
+            journal.truncate()
+            let afterTruncation = display()
+            journal.add(afterTruncation)
+            journal.commit()
+            journal.close()
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.id) == [afterTruncation.id])
+        }
+    }
+
+    /// A short line whose offer has no `def` line before it (a journal damaged in the middle) is skipped, as an
+    /// unreadable line is; the lines around it are read.
+    @Test func aShortLineWithoutItsDefinitionIsSkipped() throws {
+        try inJournalFolder { folder, path in
+            let lines = [
+                #"{"a":7,"i":{"id":"orphan","type":"display","timestamp":1}}"#,
+                #"{"def":8,"fragment":{"mbox":{"name":"m"},"tokens":["t"]}}"#,
+                #"{"a":8,"i":{"id":"kept","type":"display","timestamp":2}}"#,
+            ]
+            try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let replayed = NotificationJournal.replay(path: path, logger: logger)
+            #expect(replayed.map(\.id) == ["kept"])
+            #expect(replayed.first?.mboxName == "m")
+            #expect(String(decoding: try #require(replayed.first).encoded, as: UTF8.self).contains(#""tokens":["t"]"#))
         }
     }
 
