@@ -91,7 +91,8 @@ def test_the_artifact_is_downloaded_at_start_and_kept_with_its_etag(setup):
     assert json.loads((state / "target-artifact.json").read_text()) == artifact
     meta = json.loads((state / "target-artifact.meta.json").read_text())
     assert meta["etag"] == etag and meta["format"] == "json"
-    assert "rules artifact updated" in read_log(setup.folder)
+    # The fetch records `updated` for the status, then logs: on a loaded machine the line comes a moment after.
+    wait_until("the update in the log", lambda: "rules artifact updated" in read_log(setup.folder), timeout=30)
     shown = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
@@ -133,7 +134,9 @@ def test_a_version_2_artifact_is_refused_and_the_old_rules_stay(setup):
     assert status["lastFetchResult"] == "refused"
     assert "version" in status["lastFetchError"]
     assert (status["version"], status["etag"]) == ("1.0.0", etag)
-    assert "rules artifact refused; the rules held are kept" in read_log(setup.folder)
+    # The fetch records `refused` for the status, then logs: the line may come a moment after the status.
+    wait_until("the refusal in the log",
+               lambda: "rules artifact refused; the rules held are kept" in read_log(setup.folder), timeout=30)
     kept = json.loads((Path(setup.folder) / "state" / "target-artifact.json").read_text())
     assert kept["version"] == "1.0.0"
 
