@@ -209,7 +209,7 @@ public struct DeliveryCodec: Sendable {
     /// The bytes `write` adds, at most.
     static func notificationBytes(_ notifications: [DisplayNotification]) -> Int {
         notifications.reduce(#","notifications":[]}"#.utf8.count) { total, item in
-            total + item.withEncoded { $0.count } + 1
+            total + item.encodedCount + 1
         }
     }
 
@@ -219,7 +219,7 @@ public struct DeliveryCodec: Sendable {
         body.put(#","notifications":["#)
         for index in notifications.indices {
             if index > 0 { body.put(UInt8(ascii: ",")) }
-            notifications[index].withEncoded { body.put($0) }
+            notifications[index].writeEncoded(to: &body)
         }
         body.put(UInt8(ascii: "]"))
         body.put(UInt8(ascii: "}"))

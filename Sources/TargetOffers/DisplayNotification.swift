@@ -10,14 +10,21 @@ import Darwin
 
 /// A notification for Target: a prefetched mbox was shown (`display`), or an offer was clicked (`click`).
 ///
-/// Held as the encoded JSON of its Delivery API `notifications` item: it is written to the journal and
-/// later into a Delivery request as those bytes, never rebuilt as a tree.
+/// Held as the encoded JSON of its Delivery API `notifications` item, in pieces: its own members (id,
+/// type, timestamp, and the load's targeting) in its object, and the members that depend only on the offer
+/// (`"mbox":{…},"tokens":[…]`, `fragment`), which a display shares with its cached offer. Written into a
+/// Delivery request as those bytes, never rebuilt as a tree.
 ///
-/// A value whose fields and encoded item live in one immutable object (its item in the object's tail): a copy
-/// (into a batch, the in-flight table, a request) is one reference count, where the fields themselves were
-/// five references and about 350 instructions to copy and destroy; a notification was copied six times
-/// between its queueing and Target's answer. One allocation, its item written straight into it: an array of
-/// its own cost a cached load about 500 instructions more to make and the sender one more `free`.
+/// A value whose fields and bytes live in one immutable object (its bytes in the object's tail): a copy (into
+/// a batch, the in-flight table, a request) is one reference count, where the fields themselves were five
+/// references and about 350 instructions to copy and destroy; a notification was copied six times between its
+/// queueing and Target's answer. One allocation, its bytes written straight into it: an array of its own cost
+/// a cached load about 500 instructions more to make and the sender one more `free`.
+///
+/// The tail is the notification's short journal line, `{"a":<definition>,"i":<its own members>}` (and
+/// `"boxClock":true`), with the item's own members inside it: journaling a display is one copy of about 90
+/// bytes (`NotificationJournal`), and a queued notification holds no copy of its offer's mbox state and tokens
+/// (most of an item: 240 bytes for the bench's offer, more for a real one's).
 ///
 /// `@unchecked Sendable`: its one stored property is that object, which the standard library declares not
 /// `Sendable` (a `ManagedBuffer` may be mutated); this one is written only while it is made, before any other
@@ -25,29 +32,33 @@ import Darwin
 public struct DisplayNotification: @unchecked Sendable, Hashable {
     private struct Header {
         /// The id as given, for one read from a journal or a test; nil for one made here, whose id is the
-        /// 36 plain bytes at `idBytes` in the item (no `String` made and freed per cached load).
+        /// 36 plain bytes at `idBytes` in the tail (no `String` made and freed per cached load).
         let storedID: String?
         let idBytes: Range<Int>
         let timestampMs: Int64
         let mboxName: String
         let property: String?
         let stampedByBoxClock: Bool
-        /// The item's length in bytes, in the tail after `linePrefix`.
-        let count: Int
-        /// The journal line's length: the whole tail (`journalLine`).
+        /// The item's members before `fragment`, `{"id":…,"timestamp":…`, in the tail.
+        let head: Range<Int>
+        /// The item's members after `fragment` (a load's targeting) and its closing brace, in the tail.
+        let rest: Range<Int>
+        /// The short journal line's length: the whole tail.
         let lineCount: Int
         let timestampDigits: Range<Int>
         let serial: Int
-        /// The offer's `notificationDefinition` for a display of a cached offer, whose `fragment` (in the item)
-        /// the journal writes once per file; 0 for any other (its journal line is the whole one).
+        /// The offer's `notificationDefinition` for a display of a cached offer, whose `fragment` the journal
+        /// writes once per file; 0 for any other (its journal line is the whole one).
         let definition: Int
-        let fragment: Range<Int>
+        /// The members between `head` and `rest` without their braces: `"mbox":{…},"tokens":[…]` (a display
+        /// shares its offer's bytes); empty for an item without other members.
+        let fragment: [UInt8]
     }
 
     /// Written once, when made, and never changed after.
     private final class Fields: ManagedBuffer<Header, UInt8> {
-        /// A notification whose item `write` writes into the tail (at most `capacity` bytes), returning the
-        /// header that says how many it wrote.
+        /// A notification whose tail `write` writes (at most `capacity` bytes), returning the header that says
+        /// where it wrote what.
         static func make(capacity: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Header) -> Fields {
             let buffer = create(minimumCapacity: capacity) { buffer in
                 buffer.withUnsafeMutablePointerToElements(write)
@@ -55,22 +66,10 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             return unsafeDowncast(buffer, to: Fields.self)
         }
 
-        /// The encoded item.
-        func withItem<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            withUnsafeMutablePointers { header, bytes in
-                body(
-                    UnsafeBufferPointer(
-                        start: bytes + DisplayNotification.linePrefix.utf8CodeUnitCount,
-                        count: header.pointee.count
-                    )
-                )
-            }
-        }
-
-        /// The journal line: the whole tail.
-        func withLine<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            withUnsafeMutablePointers { header, bytes in
-                body(UnsafeBufferPointer(start: bytes, count: header.pointee.lineCount))
+        /// The tail's bytes in `range`.
+        func withBytes<Result>(_ range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            withUnsafeMutablePointerToElements {
+                body(UnsafeBufferPointer(start: $0 + range.lowerBound, count: range.count))
             }
         }
 
@@ -85,6 +84,10 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         var timestampDigits: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.timestampDigits } }
         var serial: Int { withUnsafeMutablePointerToHeader { $0.pointee.serial } }
         var definition: Int { withUnsafeMutablePointerToHeader { $0.pointee.definition } }
+        var head: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.head } }
+        var rest: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.rest } }
+        var lineCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.lineCount } }
+        var fragment: [UInt8] { withUnsafeMutablePointerToHeader { $0.pointee.fragment } }
     }
 
     private var fields: Fields
@@ -96,7 +99,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     /// The id's UTF-8 bytes, without making a `String` of a generated one.
     public func withIDBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         if var stored = fields.storedID { return stored.withUTF8(body) }
-        return fields.withItem { body(UnsafeBufferPointer(rebasing: $0[fields.idBytes])) }
+        return fields.withBytes(fields.idBytes, body)
     }
 
     /// How many bytes at the start of `bytes` are this notification's generated id (its 36 hex digits and dashes,
@@ -104,12 +107,10 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     /// be read as JSON (`NotificationAnswer.read`'s `sent`).
     func idLength(at bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         guard fields.storedID == nil else { return nil }
-        let range = fields.idBytes
-        return fields.withItem { item in
-            guard bytes.count >= range.count, let start = bytes.baseAddress,
-                memcmp(start, item.baseAddress! + range.lowerBound, range.count) == 0
+        return fields.withBytes(fields.idBytes) { id in
+            guard bytes.count >= id.count, let start = bytes.baseAddress, memcmp(start, id.baseAddress!, id.count) == 0
             else { return nil }
-            return range.count
+            return id.count
         }
     }
 
@@ -121,9 +122,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     func withQuotedID<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
         guard fields.storedID == nil else { return nil }
         let range = fields.idBytes
-        return fields.withItem {
-            body(UnsafeBufferPointer(rebasing: $0[(range.lowerBound - 1)..<(range.upperBound + 1)]))
-        }
+        return fields.withBytes((range.lowerBound - 1)..<(range.upperBound + 1), body)
     }
 
     /// Writes the id as a JSON string: a generated id's bytes as they are (hex digits and dashes).
@@ -142,56 +141,72 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     /// Stamped by the box's own clock before any upstream response told the agent the real time; it is
     /// stamped again when it is sent (`restamp`), by its age on the monotonic clock when it has one.
     public var stampedByBoxClock: Bool { fields.stampedByBoxClock }
+
     /// The Delivery API `notifications` item, encoded:
     /// `{id, type, timestamp, mbox: {name, state}, tokens, parameters, profileParameters, product, order}`.
-    public var encoded: [UInt8] { withEncoded { [UInt8]($0) } }
-
-    /// The encoded item in place, for a request body to copy.
-    public func withEncoded<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        fields.withItem(body)
+    public var encoded: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: encodedCount) { buffer, count in
+            var cursor = ByteCursor(buffer.baseAddress!)
+            writeEncoded(to: &cursor)
+            count = cursor.count
+        }
     }
 
-    /// Its journal line in place (`NotificationJournal`), newline included: `{"add":<item>}`, with `"property"`
-    /// when it has one and `"boxClock":true` when stamped by the box's clock. Written around the item when the
-    /// notification is made, so that journaling it is one copy: four appends cost a cached load about 300
-    /// instructions.
-    func withJournalLine<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        fields.withLine(body)
+    /// The item's length in bytes.
+    public var encodedCount: Int {
+        fields.withUnsafeMutablePointerToHeader { header in
+            let fragment = header.pointee.fragment.count
+            return header.pointee.head.count + (fragment == 0 ? 0 : fragment + 1) + header.pointee.rest.count
+        }
     }
 
-    /// The offer this display's short journal line refers to (`CachedOffer.notificationDefinition`); 0: none,
-    /// the journal writes its whole line (a click, one read back from a journal, one stamped again).
-    var definition: Int { fields.definition }
-
-    /// At most how many bytes `writeShortJournalLine` writes.
-    var shortJournalLineCapacity: Int {
-        fields.withUnsafeMutablePointerToHeader { $0.pointee.count } + JSONWriter.maxIntegerLength
-            + Self.shortLinePrefix.utf8CodeUnitCount + Self.shortLineMiddle.utf8CodeUnitCount
-            + Self.boxClockMember.utf8CodeUnitCount + 2
-    }
-
-    /// Its short journal line, newline included: `{"a":<definition>,"i":<the item without the offer's
-    /// members>}` (and `"boxClock":true` as in the whole line). About 90 bytes where the whole line is 240 and
-    /// more (a real offer's mbox state and tokens): the journal is written for every cached load.
-    func writeShortJournalLine(to line: inout ByteCursor) {
+    /// Writes the item at `out` (room for `encodedCount` bytes), for a request body: its own members around
+    /// its offer's.
+    public func writeEncoded(to out: inout ByteCursor) {
         fields.withUnsafeMutablePointers { header, tail in
-            let item = UnsafePointer(tail + Self.linePrefix.utf8CodeUnitCount)
-            let fragment = header.pointee.fragment
-            line.put(Self.shortLinePrefix)
-            line.skip(JSONWriter.writeDigits(Int64(header.pointee.definition), to: line.next))
-            line.put(Self.shortLineMiddle)
-            // The item up to the comma before the fragment, then what follows it (targeting, the closing brace).
-            line.put(UnsafeBufferPointer(start: item, count: fragment.lowerBound - 1))
-            line.put(
-                UnsafeBufferPointer(
-                    start: item + fragment.upperBound,
-                    count: header.pointee.count - fragment.upperBound
-                )
-            )
-            if header.pointee.stampedByBoxClock { line.put(Self.boxClockMember) }
+            let head = header.pointee.head
+            out.put(UnsafeBufferPointer(start: tail + head.lowerBound, count: head.count))
+            header.pointee.fragment.withUnsafeBufferPointer { fragment in
+                guard !fragment.isEmpty else { return }
+                out.put(UInt8(ascii: ","))
+                out.put(fragment)
+            }
+            let rest = header.pointee.rest
+            out.put(UnsafeBufferPointer(start: tail + rest.lowerBound, count: rest.count))
+        }
+    }
+
+    /// Its whole journal line, newline included: `{"add":<item>}`, with `"property"` when it has one and
+    /// `"boxClock":true` when stamped by the box's clock. What a notification without a definition is journaled
+    /// as, and what a compaction writes for every one.
+    func appendWholeJournalLine(to bytes: inout [UInt8]) {
+        let propertyMember = Self.propertyMember(property)
+        var writer = JSONWriter(reservingCapacity: 0)
+        swap(&writer.bytes, &bytes)
+        defer { swap(&writer.bytes, &bytes) }
+        writer.appendComposed(
+            capacity: Self.addLinePrefix.utf8CodeUnitCount + encodedCount + propertyMember.count
+                + Self.boxClockMember.utf8CodeUnitCount + 2
+        ) { line in
+            line.put(Self.addLinePrefix)
+            writeEncoded(to: &line)
+            line.put(propertyMember)
+            if stampedByBoxClock { line.put(Self.boxClockMember) }
             line.put(UInt8(ascii: "}"))
             line.put(0x0A)
         }
+    }
+
+    /// The offer this display's short journal line refers to (`CachedOffer.notificationDefinition`); 0: none,
+    /// the journal writes its whole line (a click, one read back from a journal).
+    var definition: Int { fields.definition }
+
+    /// Its short journal line in place, newline included: `{"a":<definition>,"i":<the item without the offer's
+    /// members>}` (and `"boxClock":true` as in the whole line). About 90 bytes where the whole line is 240 and
+    /// more (a real offer's mbox state and tokens): the journal is written for every cached load. Meaningful
+    /// only with a `definition`.
+    func withShortJournalLine<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        fields.withBytes(0..<fields.lineCount, body)
     }
 
     /// The line defining its offer for the short lines after it in the same file, newline included:
@@ -203,25 +218,15 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         writer.appendASCII("{\"def\":")
         writer.writeInteger(Int64(definition))
         writer.appendASCII(",\"fragment\":{")
-        fields.withUnsafeMutablePointers { header, tail in
-            let fragment = header.pointee.fragment
-            writer.bytes.append(
-                contentsOf: UnsafeBufferPointer(
-                    start: tail + Self.linePrefix.utf8CodeUnitCount + fragment.lowerBound,
-                    count: fragment.count
-                )
-            )
-        }
+        writer.bytes.append(contentsOf: fields.fragment)
         writer.appendASCII("}")
         writer.bytes.append(contentsOf: Self.propertyMember(property))
         writer.appendASCII("}\n")
     }
 
+    private static let addLinePrefix: StaticString = #"{"add":"#
     private static let shortLinePrefix: StaticString = #"{"a":"#
     private static let shortLineMiddle: StaticString = #","i":"#
-
-    /// What comes before the item in the tail: the start of its journal line.
-    fileprivate static let linePrefix: StaticString = #"{"add":"#
     private static let boxClockMember: StaticString = #","boxClock":true"#
 
     /// The journal line's members after the item for `property` (nil for none: every box with one publisher).
@@ -233,18 +238,38 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         return member.bytes
     }
 
-    /// The bytes the line adds around an item with `propertyMember`, at most.
-    private static func lineExtra(_ propertyMember: [UInt8]) -> Int {
-        linePrefix.utf8CodeUnitCount + propertyMember.count + boxClockMember.utf8CodeUnitCount + 2
-    }
+    /// The bytes the short line adds around the item's own members, at most.
+    private static let shortLineExtra =
+        shortLinePrefix.utf8CodeUnitCount + JSONWriter.maxIntegerLength + shortLineMiddle.utf8CodeUnitCount
+        + boxClockMember.utf8CodeUnitCount + 2
 
-    /// Ends the journal line after the item written at `line`.
-    private static func endLine(_ line: inout ByteCursor, propertyMember: [UInt8], stampedByBoxClock: Bool) {
-        line.put(propertyMember)
+    /// Writes the tail: the short journal line around the item's own members, `head` (written by `writeHead`,
+    /// which returns where it put the id and the timestamp's digits) and `rest`.
+    @inline(__always)
+    private static func writeTail(
+        _ out: UnsafeMutablePointer<UInt8>,
+        definition: Int,
+        rest: UnsafeBufferPointer<UInt8>,
+        closing: Bool,
+        stampedByBoxClock: Bool,
+        writeHead: (inout ByteCursor) -> (id: Range<Int>, digits: Range<Int>)
+    ) -> (head: Range<Int>, rest: Range<Int>, lineCount: Int, id: Range<Int>, digits: Range<Int>) {
+        var line = ByteCursor(out)
+        line.put(shortLinePrefix)
+        line.skip(JSONWriter.writeDigits(Int64(definition), to: line.next))
+        line.put(shortLineMiddle)
+        let headStart = line.count
+        let written = writeHead(&line)
+        let head = headStart..<line.count
+        line.put(rest)
+        if closing { line.put(UInt8(ascii: "}")) }
+        let restRange = head.upperBound..<line.count
         if stampedByBoxClock { line.put(boxClockMember) }
         line.put(UInt8(ascii: "}"))
         line.put(0x0A)
+        return (head, restRange, line.count, written.id, written.digits)
     }
+
     /// This run's number for it, unique in the process and kept by `restamp`: the queue's in-flight table is
     /// keyed by it (an integer's hash, not a 36-character id's, twice per notification).
     var serial: Int { fields.serial }
@@ -255,7 +280,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         lhs.fields === rhs.fields
             || (lhs.id == rhs.id && lhs.timestampMs == rhs.timestampMs && lhs.mboxName == rhs.mboxName
                 && lhs.property == rhs.property && lhs.stampedByBoxClock == rhs.stampedByBoxClock
-                && lhs.withEncoded { left in rhs.withEncoded { left.elementsEqual($0) } })
+                && lhs.encoded == rhs.encoded)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -385,49 +410,50 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         }
         let idLiteral: StaticString = "{\"id\":\""
         let impressionLiteral: StaticString = "\",\"impressionId\":\""
-        let propertyMember = propertyMember(property)
         let capacity =
             idLiteral.utf8CodeUnitCount + 36 + (withImpressionId ? impressionLiteral.utf8CodeUnitCount + 36 : 0)
-            + typeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength + 1 + fragment.count
-            + targetingBytes.count + 1 + lineExtra(propertyMember)
+            + typeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength + targetingBytes.count + 1
+            + shortLineExtra
         let serial = Self.serials.add(1, ordering: .relaxed).newValue
         let fields = Fields.make(capacity: capacity) { out in
-            out.update(from: linePrefix.utf8Start, count: linePrefix.utf8CodeUnitCount)
-            var item = ByteCursor(out + linePrefix.utf8CodeUnitCount)
-            item.put(idLiteral)
-            RandomUUID.write(to: item.next)  // hex digits and dashes: nothing to escape
-            let idBytes = item.count..<(item.count + 36)
-            item.skip(36)
-            if withImpressionId {
-                item.put(impressionLiteral)
-                RandomUUID.write(to: item.next)
-                item.skip(36)
+            let tail = targetingBytes.withUnsafeBufferPointer { targeting in
+                writeTail(
+                    out,
+                    definition: definition,
+                    rest: targeting,
+                    closing: true,
+                    stampedByBoxClock: stampedByBoxClock
+                ) { item in
+                    item.put(idLiteral)
+                    RandomUUID.write(to: item.next)  // hex digits and dashes: nothing to escape
+                    let idBytes = item.count..<(item.count + 36)
+                    item.skip(36)
+                    if withImpressionId {
+                        item.put(impressionLiteral)
+                        RandomUUID.write(to: item.next)
+                        item.skip(36)
+                    }
+                    item.put(typeAndTimestamp)
+                    let length = JSONWriter.writeDigits(timestampMs, to: item.next)
+                    let digits = item.count..<(item.count + length)
+                    item.skip(length)
+                    return (idBytes, digits)
+                }
             }
-            item.put(typeAndTimestamp)
-            let length = JSONWriter.writeDigits(timestampMs, to: item.next)
-            let digits = item.count..<(item.count + length)
-            item.skip(length)
-            item.put(UInt8(ascii: ","))
-            let fragmentStart = item.count
-            item.put(fragment)
-            let fragmentRange = fragmentStart..<item.count
-            item.put(targetingBytes)
-            item.put(UInt8(ascii: "}"))
-            let count = item.count
-            endLine(&item, propertyMember: propertyMember, stampedByBoxClock: stampedByBoxClock)
             return Header(
                 storedID: nil,
-                idBytes: idBytes,
+                idBytes: tail.id,
                 timestampMs: timestampMs,
                 mboxName: mboxName,
                 property: property,
                 stampedByBoxClock: stampedByBoxClock,
-                count: count,
-                lineCount: linePrefix.utf8CodeUnitCount + item.count,
-                timestampDigits: digits,
+                head: tail.head,
+                rest: tail.rest,
+                lineCount: tail.lineCount,
+                timestampDigits: tail.digits,
                 serial: serial,
                 definition: definition,
-                fragment: fragmentRange
+                fragment: fragment
             )
         }
         return DisplayNotification(fields: fields)
@@ -437,37 +463,53 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         self.fields = fields
     }
 
-    /// A notification whose item is `encoded`, copied into its own object.
+    /// A notification whose item is `head` (its id and timestamp first, the timestamp's digits at `digits` in it),
+    /// `fragment` and `rest` (its closing brace included), copied into its own object.
     private init(
         storedID: String?,
-        idBytes: Range<Int>,
+        idInHead: Range<Int>,
         timestampMs: Int64,
         mboxName: String,
         property: String?,
         stampedByBoxClock: Bool,
-        encoded: UnsafeBufferPointer<UInt8>,
-        timestampDigits: Range<Int>,
+        head: [UInt8],
+        digitsInHead: Range<Int>,
+        fragment: [UInt8],
+        rest: [UInt8],
+        definition: Int,
         serial: Int = serials.add(1, ordering: .relaxed).newValue
     ) {
-        let propertyMember = Self.propertyMember(property)
-        fields = Fields.make(capacity: encoded.count + Self.lineExtra(propertyMember)) { out in
-            out.update(from: Self.linePrefix.utf8Start, count: Self.linePrefix.utf8CodeUnitCount)
-            var line = ByteCursor(out + Self.linePrefix.utf8CodeUnitCount)
-            line.put(encoded)
-            Self.endLine(&line, propertyMember: propertyMember, stampedByBoxClock: stampedByBoxClock)
+        fields = Fields.make(capacity: head.count + rest.count + Self.shortLineExtra) { out in
+            let tail = rest.withUnsafeBufferPointer { rest in
+                Self.writeTail(
+                    out,
+                    definition: definition,
+                    rest: rest,
+                    closing: false,
+                    stampedByBoxClock: stampedByBoxClock
+                ) { line in
+                    let start = line.count
+                    line.put(head)
+                    return (
+                        (start + idInHead.lowerBound)..<(start + idInHead.upperBound),
+                        (start + digitsInHead.lowerBound)..<(start + digitsInHead.upperBound)
+                    )
+                }
+            }
             return Header(
                 storedID: storedID,
-                idBytes: idBytes,
+                idBytes: tail.id,
                 timestampMs: timestampMs,
                 mboxName: mboxName,
                 property: property,
                 stampedByBoxClock: stampedByBoxClock,
-                count: encoded.count,
-                lineCount: Self.linePrefix.utf8CodeUnitCount + line.count,
-                timestampDigits: timestampDigits,
+                head: tail.head,
+                rest: tail.rest,
+                lineCount: tail.lineCount,
+                timestampDigits: tail.digits,
                 serial: serial,
-                definition: 0,
-                fragment: 0..<0
+                definition: definition,
+                fragment: fragment
             )
         }
     }
@@ -480,54 +522,61 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         else {
             return nil
         }
-        var writer = JSONWriter(reservingCapacity: 256)
-        writer.appendASCII("{\"id\":")
-        writer.writeString(id)
-        writer.appendASCII(",\"timestamp\":")
-        let digitsStart = writer.bytes.count
-        writer.writeInteger(Int64(timestamp))
-        let digits = digitsStart..<writer.bytes.count
+        var head = JSONWriter(reservingCapacity: 64)
+        head.appendASCII("{\"id\":")
+        head.writeString(id)
+        head.appendASCII(",\"timestamp\":")
+        let digitsStart = head.bytes.count
+        head.writeInteger(Int64(timestamp))
+        let digits = digitsStart..<head.bytes.count
+        var others = JSONWriter(reservingCapacity: 256)
         for member in item where member.key != "id" && member.key != "timestamp" {
-            writer.appendASCII(",")
-            writer.writeString(member.key)
-            writer.appendASCII(":")
-            writer.write(member.value)
+            if !others.bytes.isEmpty { others.appendASCII(",") }
+            others.writeString(member.key)
+            others.appendASCII(":")
+            others.write(member.value)
         }
-        writer.appendASCII("}")
-        self = writer.bytes.withUnsafeBufferPointer { encoded in
-            DisplayNotification(
-                storedID: id,
-                idBytes: 0..<0,
-                timestampMs: Int64(timestamp),
-                mboxName: item["mbox"]?["name"]?.stringValue ?? "",
-                property: property,
-                stampedByBoxClock: stampedByBoxClock,
-                encoded: encoded,
-                timestampDigits: digits
-            )
-        }
+        self.init(
+            storedID: id,
+            idInHead: 0..<0,
+            timestampMs: Int64(timestamp),
+            mboxName: item["mbox"]?["name"]?.stringValue ?? "",
+            property: property,
+            stampedByBoxClock: stampedByBoxClock,
+            head: head.bytes,
+            digitsInHead: digits,
+            fragment: others.bytes,
+            rest: [UInt8(ascii: "}")],
+            definition: 0
+        )
     }
 
     /// Sets the timestamp, now that the real time is known.
     public mutating func restamp(_ timestampMs: Int64) {
         var digits = JSONWriter(reservingCapacity: 20)
         digits.writeInteger(timestampMs)
-        var encoded = self.encoded
-        encoded.replaceSubrange(fields.timestampDigits, with: digits.bytes)
-        let start = fields.timestampDigits.lowerBound
-        // The id comes before the timestamp: its bytes stay where they are.
-        fields = encoded.withUnsafeBufferPointer { encoded in
-            DisplayNotification(
-                storedID: fields.storedID,
-                idBytes: fields.idBytes,
-                timestampMs: timestampMs,
-                mboxName: fields.mboxName,
-                property: fields.property,
-                stampedByBoxClock: false,
-                encoded: encoded,
-                timestampDigits: start..<(start + digits.bytes.count),
-                serial: fields.serial
-            ).fields
+        let headRange = fields.head
+        // The head's ranges, counted from its start.
+        func inHead(_ range: Range<Int>) -> Range<Int> {
+            (range.lowerBound - headRange.lowerBound)..<(range.upperBound - headRange.lowerBound)
         }
+        let digitsInHead = inHead(fields.timestampDigits)
+        var head = fields.withBytes(headRange) { [UInt8]($0) }
+        head.replaceSubrange(digitsInHead, with: digits.bytes)
+        // The id comes before the timestamp: its bytes stay where they are.
+        self = DisplayNotification(
+            storedID: fields.storedID,
+            idInHead: fields.storedID == nil ? inHead(fields.idBytes) : 0..<0,
+            timestampMs: timestampMs,
+            mboxName: fields.mboxName,
+            property: fields.property,
+            stampedByBoxClock: false,
+            head: head,
+            digitsInHead: digitsInHead.lowerBound..<(digitsInHead.lowerBound + digits.bytes.count),
+            fragment: fields.fragment,
+            rest: fields.withBytes(fields.rest) { [UInt8]($0) },
+            definition: fields.definition,
+            serial: fields.serial
+        )
     }
 }

@@ -63,14 +63,9 @@ struct NotificationJournal: Sendable {
     // MARK: Lines
 
     private static func addLine(_ notification: DisplayNotification) -> [UInt8] {
-        notification.withJournalLine { [UInt8]($0) }
-    }
-
-    /// `{"add":<the notification's Delivery item>}` and a newline; `"boxClock":true` besides `add` when
-    /// its timestamp is the box's clock, not yet corrected by an upstream's, and `"property":"…"` when it
-    /// has one: the line the notification holds (`DisplayNotification.withJournalLine`), in one copy.
-    private static func appendAddLine(_ notification: DisplayNotification, to bytes: inout [UInt8]) {
-        notification.withJournalLine { bytes.append(contentsOf: $0) }
+        var line: [UInt8] = []
+        notification.appendWholeJournalLine(to: &line)
+        return line
     }
 
     /// Records a queued notification: its line goes straight into the unwritten bytes, with no line of
@@ -80,7 +75,7 @@ struct NotificationJournal: Sendable {
         guard file != nil else { return }
         let definition = notification.definition
         guard definition != 0 else {
-            append { Self.appendAddLine(notification, to: &$0) }
+            append { notification.appendWholeJournalLine(to: &$0) }
             return
         }
         if definition != lastDefined {
@@ -89,14 +84,7 @@ struct NotificationJournal: Sendable {
             }
             lastDefined = definition
         }
-        append { bytes in
-            var writer = JSONWriter(reservingCapacity: 0)
-            swap(&writer.bytes, &bytes)
-            defer { swap(&writer.bytes, &bytes) }
-            writer.appendComposed(capacity: notification.shortJournalLineCapacity) {
-                notification.writeShortJournalLine(to: &$0)
-            }
-        }
+        append { bytes in notification.withShortJournalLine { bytes.append(contentsOf: $0) } }
     }
 
     /// The file no longer holds (or will not hold) the `def` lines written so far: the next display of each
