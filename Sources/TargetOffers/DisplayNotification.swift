@@ -51,8 +51,61 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         /// writes once per file; 0 for any other (its journal line is the whole one).
         let definition: Int
         /// The members between `head` and `rest` without their braces: `"mbox":{…},"tokens":[…]` (a display
-        /// shares its offer's bytes); empty for an item without other members.
-        let fragment: [UInt8]
+        /// shares its offer's); empty for an item without other members. Held here, and read through
+        /// `fragmentBytes` (its bytes, which live as long as it does) with no reference count to pay: a request
+        /// body copies it for each notification.
+        let fragment: Fragment
+        let fragmentBytes: UnsafeBufferPointer<UInt8>
+
+        init(
+            storedID: String?,
+            idBytes: Range<Int>,
+            timestampMs: Int64,
+            mboxName: String,
+            property: String?,
+            stampedByBoxClock: Bool,
+            head: Range<Int>,
+            rest: Range<Int>,
+            lineCount: Int,
+            timestampDigits: Range<Int>,
+            serial: Int,
+            definition: Int,
+            fragment: Fragment
+        ) {
+            self.storedID = storedID
+            self.idBytes = idBytes
+            self.timestampMs = timestampMs
+            self.mboxName = mboxName
+            self.property = property
+            self.stampedByBoxClock = stampedByBoxClock
+            self.head = head
+            self.rest = rest
+            self.lineCount = lineCount
+            self.timestampDigits = timestampDigits
+            self.serial = serial
+            self.definition = definition
+            self.fragment = fragment
+            self.fragmentBytes = UnsafeBufferPointer(fragment.bytes)
+        }
+    }
+
+    /// Bytes made once and shared: an offer's members of its display notifications (`CachedOffer`), at an
+    /// address that stays put while the object lives (allocated by it, freed by its `deinit`).
+    ///
+    /// `@unchecked Sendable`: written only in `init`, read only after.
+    final class Fragment: @unchecked Sendable {
+        let bytes: UnsafeMutableBufferPointer<UInt8>
+
+        init(_ contents: [UInt8]) {
+            bytes = .allocate(capacity: contents.count)
+            _ = bytes.initialize(from: contents)
+        }
+
+        deinit {
+            bytes.deallocate()
+        }
+
+        var count: Int { bytes.count }
     }
 
     /// Written once, when made, and never changed after.
@@ -87,7 +140,8 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         var head: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.head } }
         var rest: Range<Int> { withUnsafeMutablePointerToHeader { $0.pointee.rest } }
         var lineCount: Int { withUnsafeMutablePointerToHeader { $0.pointee.lineCount } }
-        var fragment: [UInt8] { withUnsafeMutablePointerToHeader { $0.pointee.fragment } }
+        var fragment: Fragment { withUnsafeMutablePointerToHeader { $0.pointee.fragment } }
+        var fragmentBytes: UnsafeBufferPointer<UInt8> { withUnsafeMutablePointerToHeader { $0.pointee.fragmentBytes } }
     }
 
     private var fields: Fields
@@ -155,7 +209,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     /// The item's length in bytes.
     public var encodedCount: Int {
         fields.withUnsafeMutablePointerToHeader { header in
-            let fragment = header.pointee.fragment.count
+            let fragment = header.pointee.fragmentBytes.count
             return header.pointee.head.count + (fragment == 0 ? 0 : fragment + 1) + header.pointee.rest.count
         }
     }
@@ -166,13 +220,18 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         fields.withUnsafeMutablePointers { header, tail in
             let head = header.pointee.head
             out.put(UnsafeBufferPointer(start: tail + head.lowerBound, count: head.count))
-            header.pointee.fragment.withUnsafeBufferPointer { fragment in
-                guard !fragment.isEmpty else { return }
+            let fragment = header.pointee.fragmentBytes
+            if !fragment.isEmpty {
                 out.put(UInt8(ascii: ","))
                 out.put(fragment)
             }
             let rest = header.pointee.rest
-            out.put(UnsafeBufferPointer(start: tail + rest.lowerBound, count: rest.count))
+            // Most often the closing brace alone: one byte, not a copy.
+            if rest.count == 1 {
+                out.put(tail[rest.lowerBound])
+            } else {
+                out.put(UnsafeBufferPointer(start: tail + rest.lowerBound, count: rest.count))
+            }
         }
     }
 
@@ -218,7 +277,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         writer.appendASCII("{\"def\":")
         writer.writeInteger(Int64(definition))
         writer.appendASCII(",\"fragment\":{")
-        writer.bytes.append(contentsOf: fields.fragment)
+        writer.bytes.append(contentsOf: fields.fragmentBytes)
         writer.appendASCII("}")
         writer.bytes.append(contentsOf: Self.propertyMember(property))
         writer.appendASCII("}\n")
@@ -354,7 +413,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
 
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a notification that depend only on the
     /// mbox and its tokens.
-    static func fragment(mbox name: String, state: String?, tokens: [String]) -> [UInt8] {
+    static func fragment(mbox name: String, state: String?, tokens: [String]) -> Fragment {
         var fragment = JSONWriter()
         fragment.appendASCII("\"mbox\":{\"name\":")
         fragment.writeString(name)
@@ -364,7 +423,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         }
         fragment.appendASCII("},\"tokens\":")
         fragment.write(.array(tokens.map { .string($0) }))
-        return fragment.bytes
+        return Fragment(fragment.bytes)
     }
 
     /// `typeAndTimestamp` is the literal between the id and the timestamp's digits, type included: one append.
@@ -372,7 +431,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         typeAndTimestamp: StaticString,
         mboxName: String,
         property: String?,
-        fragment: [UInt8],
+        fragment: Fragment,
         definition: Int,
         targeting: MboxTargeting?,
         profileParameters: [Parameter],
@@ -474,7 +533,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         stampedByBoxClock: Bool,
         head: [UInt8],
         digitsInHead: Range<Int>,
-        fragment: [UInt8],
+        fragment: Fragment,
         rest: [UInt8],
         definition: Int,
         serial: Int = serials.add(1, ordering: .relaxed).newValue
@@ -545,7 +604,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             stampedByBoxClock: stampedByBoxClock,
             head: head.bytes,
             digitsInHead: digits,
-            fragment: others.bytes,
+            fragment: Fragment(others.bytes),
             rest: [UInt8(ascii: "}")],
             definition: 0
         )

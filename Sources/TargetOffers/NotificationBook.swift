@@ -25,11 +25,15 @@ struct NotificationBook: Sendable {
         self.capacity = capacity
     }
 
-    /// Starts from what a journal replay found unconfirmed.
+    /// Starts from what a journal replay found unconfirmed: the newest `capacity` of it (a journal written with
+    /// a larger capacity may hold more), so that the queue is never over capacity and each enqueue drops at most
+    /// one.
     init(capacity: Int, replayed: [DisplayNotification]) {
         self.capacity = capacity
-        self.pending = Deque(replayed)
-        self.counters.replayed = replayed.count
+        let kept = replayed.suffix(max(0, capacity))
+        self.pending = Deque(kept)
+        self.counters.replayed = kept.count
+        self.counters.droppedOverflow = replayed.count - kept.count
     }
 
     /// Everything not yet confirmed, in flight first: what a compacted journal must hold.
@@ -39,21 +43,18 @@ struct NotificationBook: Sendable {
 
     var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
 
-    /// Queues one notification; over capacity, drops the oldest pending ones. Returns those dropped
-    /// (the journal acknowledges them so that a restart does not bring them back).
-    mutating func enqueue(_ notification: DisplayNotification) -> [DisplayNotification] {
+    /// Queues one notification; at capacity, drops the oldest pending one. Returns the one dropped (the
+    /// journal acknowledges it so that a restart does not bring it back). The queue is never over capacity
+    /// before (see `init(capacity:replayed:)`), so one drop is enough: no array to make per load in a flood.
+    mutating func enqueue(_ notification: DisplayNotification) -> DisplayNotification? {
         pending.append(notification)
         counters.queued += 1
-        var dropped: [DisplayNotification] = []
-        while liveCount > capacity, !pending.isEmpty {
-            let oldest = pending.removeFirst()
-            // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
-            // batch for good (nothing would ever send it again to clear it).
-            if !suspects.isEmpty { suspects.remove(oldest.id) }
-            dropped.append(oldest)
-            counters.droppedOverflow += 1
-        }
-        return dropped
+        guard liveCount > capacity, let oldest = pending.popFirst() else { return nil }
+        // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
+        // batch for good (nothing would ever send it again to clear it).
+        if !suspects.isEmpty { suspects.remove(oldest.id) }
+        counters.droppedOverflow += 1
+        return oldest
     }
 
     /// Takes up to `max` pending notifications to send, oldest first, all of one property (a Delivery request

@@ -96,7 +96,7 @@ struct NotificationJournal: Sendable {
 
     /// Records notifications that left the queue: `{"ack":["id",…]}`, their ids written straight into the
     /// unwritten bytes.
-    mutating func acknowledge(_ notifications: [DisplayNotification]) {
+    mutating func acknowledge<Notifications: Collection<DisplayNotification>>(_ notifications: Notifications) {
         guard !notifications.isEmpty else { return }
         append { bytes in
             // The writer borrows the unwritten bytes and gives them back: no line of its own to copy.
@@ -110,7 +110,7 @@ struct NotificationJournal: Sendable {
                 writer.appendComposed(capacity: 12 + (2 + 36 + 1) * notifications.count) { line in
                     line.put("{\"ack\":[")
                     for index in notifications.indices {
-                        if index > 0 { line.put(UInt8(ascii: ",")) }
+                        if index != notifications.startIndex { line.put(UInt8(ascii: ",")) }
                         _ = notifications[index].withQuotedID { line.put($0) }
                     }
                     line.put("]}\n")

@@ -52,10 +52,14 @@ public final class NotificationQueue: Sendable {
         self.clock = clock
         self.logger = logger
         let replayed = journalPath.map { NotificationJournal.replay(path: $0, logger: logger) } ?? []
-        let journal = NotificationJournal(path: journalPath, live: replayed, logger: logger)
-        self.state = Mutex(State(book: NotificationBook(capacity: capacity, replayed: replayed), journal: journal))
+        let book = NotificationBook(capacity: capacity, replayed: replayed)
+        let journal = NotificationJournal(path: journalPath, live: book.live, logger: logger)
+        self.state = Mutex(State(book: book, journal: journal))
         if !replayed.isEmpty {
-            logger.info("notifications from the journal queued again", metadata: ["count": "\(replayed.count)"])
+            logger.info(
+                "notifications from the journal queued again",
+                metadata: ["count": "\(book.liveCount)", "droppedOverCapacity": "\(replayed.count - book.liveCount)"]
+            )
         }
     }
 
@@ -73,7 +77,9 @@ public final class NotificationQueue: Sendable {
     public func enqueue(_ notification: DisplayNotification) {
         state.withLock { state in
             state.journal.add(notification)
-            state.journal.acknowledge(state.book.enqueue(notification))
+            if let dropped = state.book.enqueue(notification) {
+                state.journal.acknowledge(CollectionOfOne(dropped))
+            }
         }
     }
 

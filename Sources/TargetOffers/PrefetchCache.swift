@@ -80,7 +80,7 @@ public final class CachedOffer: Sendable {
     private let contentRange: Range<Int>
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
-    let notificationFragment: [UInt8]
+    let notificationFragment: DisplayNotification.Fragment
     /// This run's number for the offer, unique in the process (never reused, as an address could be): the
     /// notification journal writes `notificationFragment` once per file under it, and each display's line
     /// refers to it (`NotificationJournal`).

@@ -58,10 +58,10 @@ import Testing
 
     @Test func overCapacityTheOldestPendingIsDroppedAndItsIdReturnedForTheJournal() {
         var book = NotificationBook(capacity: 2)
-        #expect(book.enqueue(notification("a")).isEmpty)
-        #expect(book.enqueue(notification("b")).isEmpty)
+        #expect(book.enqueue(notification("a")) == nil)
+        #expect(book.enqueue(notification("b")) == nil)
         _ = book.take(max: 1)  // "a" in flight still counts against the capacity
-        #expect(book.enqueue(notification("c")).map(\.id) == ["b"])
+        #expect(book.enqueue(notification("c"))?.id == "b")
         #expect(book.summary.pending == 1 && book.summary.inFlight == 1)
         #expect(book.summary.counters.droppedOverflow == 1 && book.summary.counters.queued == 3)
     }
@@ -72,7 +72,7 @@ import Testing
         book.suspect(book.take(max: 1, ride: true, property: nil))
         #expect(book.take(max: 1, ride: true, property: nil).isEmpty)  // held back while "a" is a suspect
         _ = book.enqueue(notification("b"))
-        #expect(book.enqueue(notification("c")).map(\.id) == ["a"])
+        #expect(book.enqueue(notification("c"))?.id == "a")
         #expect(book.take(max: 1, ride: true, property: nil).map(\.id) == ["b"])
     }
 
@@ -116,6 +116,16 @@ import Testing
         let book = NotificationBook(capacity: 10, replayed: [notification("a"), notification("b")])
         #expect(book.summary.pending == 2 && book.summary.counters.replayed == 2)
         #expect(book.summary.oldestTimestampMs == epoch)
+    }
+
+    /// A journal written with a larger capacity: the newest are kept, the rest counted as dropped, and the queue
+    /// is at capacity, so the next enqueue drops one, the oldest.
+    @Test func aReplayOverCapacityKeepsTheNewest() {
+        var book = NotificationBook(capacity: 2, replayed: ["a", "b", "c"].map { notification($0) })
+        #expect(book.live.map(\.id) == ["b", "c"])
+        #expect(book.summary.counters.replayed == 2 && book.summary.counters.droppedOverflow == 1)
+        #expect(book.enqueue(notification("d"))?.id == "b")
+        #expect(book.live.map(\.id) == ["c", "d"])
     }
 
     @Test func optingOutDropsPendingAndInFlightAndASettledSendPutsNothingBack() {
