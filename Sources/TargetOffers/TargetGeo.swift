@@ -96,4 +96,17 @@ public enum GeoPolling {
 /// The location held and what is known about it, behind one lock.
 struct HeldGeo: Sendable {
     var status = GeoStatus()
+    /// Counts forgets (opt-outs): the answer to a lookup started before one, or a kept copy read before one,
+    /// is not held.
+    private(set) var forgets = 0
+
+    /// Forgets the location and what is known about it; a location held going counts as a change of it.
+    /// Returns whether one was held.
+    mutating func forget() -> Bool {
+        let held = status.answer != nil
+        let generation = status.generation + (held ? 1 : 0)
+        self = HeldGeo(forgets: forgets + 1)
+        status.generation = generation
+        return held
+    }
 }

@@ -89,11 +89,19 @@ extension TargetService {
 
     /// One lookup, without `x-forwarded-for` (the service locates the caller). A location replaces the one
     /// held, is kept in the state directory and, when it differs, counts as a change (`geo.updated`); a
-    /// failure keeps the one held.
+    /// failure keeps the one held. An answer that comes after the location was forgotten (an opt-out while
+    /// the lookup was in flight) changes nothing, in `status` or on disk; while opted out, nothing is asked
+    /// (a failure that `status` does not record).
     @discardableResult
     public func fetchGeo(_ configuration: TargetConfiguration? = nil) async -> GeoPolling.Answer {
         let configuration = configuration ?? self.configuration
         let url = configuration.geoURL
+        // Read before the privacy status: an opt-out switched after that read forgets the location after it.
+        let forgets = geoBox.withLock { $0.forgets }
+        guard privacy != .optedOut else {
+            logger.debug("box location not looked up: Target privacy is optedOut", metadata: ["url": "\(url)"])
+            return .failed("not looked up: Target privacy is optedOut")
+        }
         let request = HTTPRequest(
             method: "GET",
             url: url,
@@ -110,20 +118,23 @@ extension TargetService {
         let now = time.epochMilliseconds()
         switch answer {
         case .located(let location):
-            // Kept first: whoever sees the new location in `status` finds the file written.
-            keepGeo(location, url: url, fetchedAtMs: now)
-            let changed = geoBox.withLock { box in
-                let changed = box.status.answer != location
-                box.status.answer = location
-                box.status.fetchedAtMs = now
-                box.status.source = .network
-                box.status.url = url
-                box.status.lastFetchAtMs = started
-                box.status.lastFetchError = nil
-                box.status.failuresInARow = 0
-                if changed { box.status.generation += 1 }
-                return changed
+            let held = unlessForgotten(since: forgets, from: url) {
+                // Kept first: whoever sees the new location in `status` finds the file written.
+                keepGeo(location, url: url, fetchedAtMs: now)
+                return geoBox.withLock { box in
+                    let changed = box.status.answer != location
+                    box.status.answer = location
+                    box.status.fetchedAtMs = now
+                    box.status.source = .network
+                    box.status.url = url
+                    box.status.lastFetchAtMs = started
+                    box.status.lastFetchError = nil
+                    box.status.failuresInARow = 0
+                    if changed { box.status.generation += 1 }
+                    return changed
+                }
             }
+            guard let changed = held else { break }
             if changed {
                 // Offers decided on the box for the old location are decided again.
                 decisionInputsChanged()
@@ -139,18 +150,38 @@ extension TargetService {
                 logger.debug("box location unchanged", metadata: ["url": "\(url)"])
             }
         case .failed(let reason):
-            let held = geoBox.withLock { box in
-                box.status.lastFetchAtMs = started
-                box.status.lastFetchError = reason
-                box.status.failuresInARow += 1
-                return box.status.answer
+            let recorded = unlessForgotten(since: forgets, from: url) {
+                geoBox.withLock { box in
+                    box.status.lastFetchAtMs = started
+                    box.status.lastFetchError = reason
+                    box.status.failuresInARow += 1
+                    return box.status.answer?.city ?? "none"
+                }
             }
+            guard let cityHeld = recorded else { break }
             logger.warning(
                 "box location not looked up; the location held is kept",
-                metadata: ["url": "\(url)", "error": "\(reason)", "cityHeld": "\(held?.city ?? "none")"]
+                metadata: ["url": "\(url)", "error": "\(reason)", "cityHeld": "\(cityHeld)"]
             )
         }
         return answer
+    }
+
+    /// Runs `hold` (a change of the location held, and of its file) unless the location was forgotten since
+    /// `forgets` was read: what a lookup or a read begun before an opt-out brings is not held, on disk either.
+    /// `forgetGeo` takes the same lock, so it comes wholly before or after. nil (and a log line) when forgotten.
+    private func unlessForgotten<Held: Sendable>(since forgets: Int, from source: String, _ hold: () -> Held) -> Held? {
+        let held = geoSaving.withLock { _ -> Held? in
+            guard geoBox.withLock({ $0.forgets }) == forgets else { return nil }
+            return hold()
+        }
+        if held == nil {
+            logger.info(
+                "the box location was forgotten (an opt-out) while it was looked up or read; what came is not kept",
+                metadata: ["from": "\(source)"]
+            )
+        }
+        return held
     }
 
     static func geoEventBody(_ location: GeoAnswer) -> JSONObject {
@@ -163,15 +194,13 @@ extension TargetService {
 
     /// Forgets the location (an opt-out): nothing derived from the box's address is kept, on disk either.
     /// Once opted in again, the poller places the box afresh at its next turn.
+    /// A lookup in flight meanwhile (or a read of the kept copy) holds nothing of what it brings.
     func forgetGeo() {
-        let held = geoBox.withLock { box in
-            let held = box.status.answer != nil
-            let generation = box.status.generation + (held ? 1 : 0)
-            box = HeldGeo()
-            box.status.generation = generation
+        let held = geoSaving.withLock { _ in
+            let held = geoBox.withLock { $0.forget() }
+            geoFile?.remove()
             return held
         }
-        geoFile?.remove()
         geoFetchRequested.store(true, ordering: .relaxed)
         if held { decisionInputsChanged() }
     }
@@ -192,21 +221,24 @@ extension TargetService {
     /// Reads the location kept by an earlier run, so that a box that starts offline decides with the last
     /// place it was located in.
     func loadKeptGeo() {
-        guard let kept = geoFile?.read() else { return }
+        let forgets = geoBox.withLock { $0.forgets }
+        guard let file = geoFile, let kept = file.read() else { return }
         guard let location = kept["headers"]?.objectValue.flatMap(GeoAnswer.init(json:)) else {
             logger.error("the kept box location cannot be read; waiting for a lookup")
             return
         }
-        let loaded = geoBox.withLock { box in
-            guard box.status.answer == nil else { return false }
-            box.status.answer = location
-            box.status.fetchedAtMs = kept["fetchedAtMs"]?.doubleValue.map { Int64($0) }
-            box.status.source = .disk
-            box.status.url = kept["url"]?.stringValue
-            box.status.generation += 1
-            return true
+        let loaded = unlessForgotten(since: forgets, from: file.path) {
+            geoBox.withLock { box in
+                guard box.status.answer == nil else { return false }
+                box.status.answer = location
+                box.status.fetchedAtMs = kept["fetchedAtMs"]?.doubleValue.map { Int64($0) }
+                box.status.source = .disk
+                box.status.url = kept["url"]?.stringValue
+                box.status.generation += 1
+                return true
+            }
         }
-        if loaded {
+        if loaded == true {
             decisionInputsChanged()
             logger.notice(
                 "box location read from the state directory",

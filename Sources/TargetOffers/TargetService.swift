@@ -110,6 +110,9 @@ public final class TargetService: Sendable {
     let decisionInputs = Atomic<Int>(0)
     /// Where the geo service locates the box, for artifacts that target by geo (`TargetService+Geo`).
     let geoBox = Mutex(HeldGeo())
+    /// Taken around `target-geo.json`'s writes and removal with the change of `geoBox` they go with, so an
+    /// opt-out's forget comes wholly before or after a lookup's answer is held.
+    let geoSaving = Mutex(())
     /// Set by a reload: the location is looked up at the geo poller's next turn.
     let geoFetchRequested = Atomic<Bool>(false)
 

@@ -141,6 +141,50 @@ private struct FixedGenerator: RandomNumberGenerator {
         #expect(restarted.geoStatus.url == "http://127.0.0.1:9/v1/geo" && restarted.geoGeneration == 1)
     }
 
+    /// An opt-out while a lookup is in flight (then, maybe, an opt-in): whatever the answer, it changes
+    /// nothing, in `status` or on disk, and the next lookup places the box again.
+    @Test(arguments: [200, 503], [false, true])
+    func anAnswerToALookupInFlightAtAnOptOutChangesNothing(status: Int, optedInAgain: Bool) async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kept = "\(folder)/target-geo.json"
+        // Located by an earlier run: the place is read back from disk.
+        let earlier = ScriptedTransport()
+        earlier.answer(HTTPResponse(status: 200, headers: sanFrancisco))
+        await service(earlier, folder: folder).fetchGeo()
+        let scripted = ScriptedTransport()
+        scripted.answer(HTTPResponse(status: status, headers: sanFrancisco))
+        let gate = GatedDelivery(scripted)
+        let target = onDeviceService(gate, folder: folder)
+        target.loadKeptGeo()
+        #expect(target.geoStatus.answer?.city == "SAN FRANCISCO")
+
+        async let answered = target.fetchGeo()
+        await gate.waitForRequest()
+        target.setPrivacy(.optedOut)
+        if optedInAgain { target.setPrivacy(.optedIn) }
+        let forgotten = target.geoStatus
+        #expect(forgotten.answer == nil && forgotten.lastFetchAtMs == nil && forgotten.failuresInARow == 0)
+        #expect(!FileManager.default.fileExists(atPath: kept))
+        gate.open()
+        _ = await answered
+        #expect(target.geoStatus == forgotten)
+        #expect(!FileManager.default.fileExists(atPath: kept))
+
+        // A lookup made after the opt-in is held; while opted out, none is made.
+        let asked = scripted.requests.count
+        let next = await target.fetchGeo()
+        if optedInAgain {
+            #expect(scripted.requests.count == asked + 1)
+            #expect((target.geoStatus.answer != nil) == (status == 200))
+            #expect(FileManager.default.fileExists(atPath: kept) == (status == 200))
+        } else {
+            #expect(next == .failed("not looked up: Target privacy is optedOut"))
+            #expect(scripted.requests.count == asked && target.geoStatus == forgotten)
+            #expect(!FileManager.default.fileExists(atPath: kept))
+        }
+    }
+
     @Test func aGeoTargetedMboxIsDecidedWithThePlaceHeldAndWithoutOneBeforeIt() async throws {
         let folder = folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -278,30 +278,6 @@ private final class PublishedEvents: Sendable {
     }
 }
 
-/// Holds every request until `open()`, so a test can act while one is in flight.
-private final class GatedDelivery: HTTPTransport {
-    private let inner: any HTTPTransport
-    private let requested = AsyncStream<Void>.makeStream()
-    private let opened = AsyncStream<Void>.makeStream()
-
-    init(_ inner: any HTTPTransport) {
-        self.inner = inner
-    }
-
-    func waitForRequest() async {
-        var iterator = requested.stream.makeAsyncIterator()
-        _ = await iterator.next()
-    }
-
-    func open() { opened.continuation.finish() }
-
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        requested.continuation.yield()
-        for await _ in opened.stream {}
-        return try await inner.send(request)
-    }
-}
-
 @Suite struct TracedLoadTests {
     private func traced(_ names: [String], token: String) -> TracedLoadCommand {
         TracedLoadCommand(

@@ -30,6 +30,30 @@ final class ScriptedTransport: HTTPTransport {
     }
 }
 
+/// Holds every request until `open()`, so a test can act while one is in flight.
+final class GatedDelivery: HTTPTransport {
+    private let inner: any HTTPTransport
+    private let requested = AsyncStream<Void>.makeStream()
+    private let opened = AsyncStream<Void>.makeStream()
+
+    init(_ inner: any HTTPTransport) {
+        self.inner = inner
+    }
+
+    func waitForRequest() async {
+        var iterator = requested.stream.makeAsyncIterator()
+        _ = await iterator.next()
+    }
+
+    func open() { opened.continuation.finish() }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        requested.continuation.yield()
+        for await _ in opened.stream {}
+        return try await inner.send(request)
+    }
+}
+
 func offer(
     _ name: String,
     content: String = "<b>hi</b>",
@@ -52,7 +76,7 @@ let logger = Logger(label: "test")
 /// A service deciding on the box (`on-device`), with the artifact's and the geo service's addresses on a
 /// port nothing answers: the scripted transport stands in for both.
 func onDeviceService(
-    _ transport: ScriptedTransport,
+    _ transport: any HTTPTransport,
     folder: String?,
     clock: ManualClock = manualClock()
 ) -> TargetService {

@@ -182,3 +182,45 @@ def test_opting_out_forgets_the_location_and_opting_in_locates_the_box_again(set
     located(agent, "SAN FRANCISCO")
     assert len(geo_requests(setup.sim)) == asked + 1
     assert load(agent)["source"] == "on-device"
+
+
+
+@pytest.mark.parametrize("opted_in_again", [False, True], ids=["opted-out", "opted-in-again"])
+def test_a_lookup_answered_after_an_opt_out_keeps_nothing(setup, opted_in_again):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    kept = Path(setup.folder) / "state" / "target-geo.json"
+    wait_until("the location kept", kept.exists)
+    located_line, dropped_line = "box located by Target's geo service", "what came is not kept"
+    wait_until("the location in the log", lambda: located_line in read_log(setup.folder), timeout=30)
+    # The next lookup is answered 3 s after it arrives: the opt-out comes while it is in flight.
+    setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "latencyMs": 3000, "count": 1})
+    asked = len(geo_requests(setup.sim))
+    reload(agent)
+    wait_until("the lookup in flight", lambda: len(geo_requests(setup.sim)) > asked, timeout=30)
+    ok(request(agent.admin, "target.privacy", {"status": "optedOut"}, timeout_ms=20000))
+    if opted_in_again:
+        ok(request(agent.admin, "target.privacy", {"status": "optedIn"}, timeout_ms=20000))
+        # The lookup made after the opt-in fails: the box has no location but one from before the opt-out.
+        setup.sim.call("POST", "/_sim/faults", {"path": "/v1/geo", "status": 503, "count": 1})
+    assert geo_requests(setup.sim)[asked]["status"] is None, "the lookup was answered before the opt-out"
+    assert not kept.exists() and geo_status(agent)["city"] is None
+    # The simulator records its answer as it sends it; the agent then logs what it made of it: dropped (or, before
+    # the fix, the box located again).
+    wait_until("the delayed answer", lambda: geo_requests(setup.sim)[asked]["status"] == 200, timeout=30)
+    wait_until("the agent's word on the answer",
+               lambda: dropped_line in read_log(setup.folder) or read_log(setup.folder).count(located_line) > 1,
+               timeout=30)
+    if opted_in_again:
+        wait_until("the lookup after the opt-in", lambda: geo_status(agent)["lastFetchError"] == "HTTP 503",
+                   timeout=30)
+    status = geo_status(agent)
+    assert (status["city"], status["source"], status["fetchedAtMs"]) == (None, None, None), status
+    assert not kept.exists()
+    assert dropped_line in read_log(setup.folder)
+    assert load(agent)["source"] == "default"
+    if opted_in_again:
+        # The next lookup places the box again.
+        reload(agent)
+        located(agent, "SAN FRANCISCO")
+        wait_until("the location kept again", kept.exists)
