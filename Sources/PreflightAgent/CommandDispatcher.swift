@@ -143,14 +143,18 @@ public struct CommandDispatcher: RequestHandler {
         request incoming: IncomingRequest,
         reply: inout JSONWriter
     ) -> Bool {
-        let started = SystemClock.monotonicNanoseconds()
+        let started = incoming.receivedAt
         let limits = runtime.requestLimits
         // The cached load apps send most, read in place: answered here when the cache or a kept decision holds
         // its mbox; else (a miss, or any other body) it goes on, its reading taken back.
         if let load = FastRequest.readPlainLoad(body, limits: limits.commands, maxBodyBytes: limits.maxBodyBytes) {
             let start = reply.bytes.count
             Reply.beginSuccess(plainID: UnsafeBufferPointer(rebasing: body[load.id]), in: &reply)
-            if target.loadPlain(UnsafeBufferPointer(rebasing: body[load.name]), appendingResultTo: &reply) {
+            if target.loadPlain(
+                UnsafeBufferPointer(rebasing: body[load.name]),
+                receivedAt: started,
+                appendingResultTo: &reply
+            ) {
                 Reply.endSuccess(&reply)
                 statistics.record(.command(.loadRequests), since: started, errorCode: nil)
                 return true
@@ -190,7 +194,7 @@ public struct CommandDispatcher: RequestHandler {
         _ outcome: Outcome,
         id: String,
         key: CommandStatistics.Key,
-        started: UInt64,
+        started: MonotonicInstant,
         _ incoming: IncomingRequest,
         _ out: inout JSONWriter
     ) -> Bool {
@@ -221,7 +225,12 @@ public struct CommandDispatcher: RequestHandler {
     }
 
     /// The reply bytes for a result of deferred work, timed into `statistics`.
-    private func reply(id: String, key: CommandStatistics.Key, started: UInt64, _ result: CommandResult) -> [UInt8] {
+    private func reply(
+        id: String,
+        key: CommandStatistics.Key,
+        started: MonotonicInstant,
+        _ result: CommandResult
+    ) -> [UInt8] {
         var writer = JSONWriter()
         write(id: id, key: key, started: started, result, to: &writer)
         return writer.bytes
@@ -231,7 +240,7 @@ public struct CommandDispatcher: RequestHandler {
     private func write(
         id: String,
         key: CommandStatistics.Key,
-        started: UInt64,
+        started: MonotonicInstant,
         _ result: CommandResult,
         to out: inout JSONWriter
     ) {

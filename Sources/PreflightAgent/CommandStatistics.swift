@@ -67,9 +67,9 @@ public final class CommandStatistics: Sendable {
     public init() {}
 
     /// Records one reply; `errorCode` is nil for a success.
-    /// `started` is a `SystemClock.monotonicNanoseconds()` reading.
-    public func record(_ key: Key, since started: UInt64, errorCode: String?) {
-        let milliseconds = Double(SystemClock.monotonicNanoseconds() &- started) / 1e6
+    /// `started`: when the request was received.
+    public func record(_ key: Key, since started: MonotonicInstant, errorCode: String?) {
+        let milliseconds = Double(MonotonicInstant.now.nanoseconds &- started.nanoseconds) / 1e6
         let slot = key.slot
         entries.withLock { entries in
             if entries[slot] == nil { entries[slot] = Entry(key: key) }

@@ -1,3 +1,4 @@
+import PreflightCore
 import PreflightProtocol
 import ZeroMQ
 
@@ -54,19 +55,24 @@ public struct IncomingRequest {
     private let sink: any ReplySink
     private let role: EndpointRole
     private let envelope: Envelope
+    /// When its batch was taken off the socket (one clock reading for the whole batch): where its latency is
+    /// counted from, and the time a cached load is answered at.
+    public let receivedAt: MonotonicInstant
 
     /// A request of any shape, as received: the routing id, the envelope, the body.
-    public init(sink: any ReplySink, role: EndpointRole, message: RouterMessage) {
+    public init(sink: any ReplySink, role: EndpointRole, message: RouterMessage, receivedAt: MonotonicInstant = .now) {
         self.sink = sink
         self.role = role
         self.envelope = .message(message)
+        self.receivedAt = receivedAt
     }
 
     /// A plain `[routing id][empty][body]` request, its routing id lent in place.
-    init(sink: any ReplySink, role: EndpointRole, routingID: UnsafeRawBufferPointer) {
+    init(sink: any ReplySink, role: EndpointRole, routingID: UnsafeRawBufferPointer, receivedAt: MonotonicInstant) {
         self.sink = sink
         self.role = role
         self.envelope = .routingID(routingID)
+        self.receivedAt = receivedAt
     }
 
     /// Reserves a place for deferred work and returns the responder that replies when it is done; nil when

@@ -89,9 +89,13 @@ public final class UpstreamTime: AgentClock {
         return (inner.epochMilliseconds() - inner.now().milliseconds(since: instant), correction == nil)
     }
 
-    /// `stamp(at: now())` with each clock read once: the cached load's path.
-    public func stampNow() -> (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool) {
-        let now = innerIsSystem ? MonotonicInstant.now : inner.now()
+    /// `stamp(at: now())` with each clock read once: the cached load's path. `receivedAt`, a reading of the
+    /// system's monotonic clock taken just before (for a whole batch of requests), stands for `now()` when
+    /// that is the system's clock, saving a reading.
+    public func stampNow(
+        receivedAt: MonotonicInstant? = nil
+    ) -> (now: MonotonicInstant, epochMs: Int64, byBoxClock: Bool) {
+        let now = innerIsSystem ? (receivedAt ?? MonotonicInstant.now) : inner.now()
         switch mode.load(ordering: .acquiring) {
         case 0: return (now, innerIsSystem ? SystemClock.wallMilliseconds() : inner.epochMilliseconds(), true)
         case 1: return (now, innerIsSystem ? SystemClock.wallMilliseconds() : inner.epochMilliseconds(), false)

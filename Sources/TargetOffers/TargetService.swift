@@ -268,8 +268,13 @@ public final class TargetService: Sendable {
     /// parameters, its notification queued. When the cache (or a decision made on the box that still holds)
     /// answers it, appends the `result` JSON to `reply`, as `loadFromCache` would, and returns true; else
     /// returns false with nothing changed or written, and the load goes the general way.
-    public func loadPlain(_ name: UnsafeBufferPointer<UInt8>, appendingResultTo reply: inout JSONWriter) -> Bool {
-        let stamp = time.stampNow()
+    /// `receivedAt`: when the request was received, on the system's monotonic clock.
+    public func loadPlain(
+        _ name: UnsafeBufferPointer<UInt8>,
+        receivedAt: MonotonicInstant,
+        appendingResultTo reply: inout JSONWriter
+    ) -> Bool {
+        let stamp = time.stampNow(receivedAt: receivedAt)
         // Looked up by its bytes: a `String` of the name is made only when the cache does not hold it.
         guard
             let answer = cache.hit(name, now: stamp.now).map({ (offer: $0, decided: false) })
