@@ -56,37 +56,6 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         /// body copies it for each notification.
         let fragment: Fragment
         let fragmentBytes: UnsafeBufferPointer<UInt8>
-
-        init(
-            storedID: String?,
-            idBytes: Range<Int>,
-            timestampMs: Int64,
-            mboxName: String,
-            property: String?,
-            stampedByBoxClock: Bool,
-            head: Range<Int>,
-            rest: Range<Int>,
-            lineCount: Int,
-            timestampDigits: Range<Int>,
-            serial: Int,
-            definition: Int,
-            fragment: Fragment
-        ) {
-            self.storedID = storedID
-            self.idBytes = idBytes
-            self.timestampMs = timestampMs
-            self.mboxName = mboxName
-            self.property = property
-            self.stampedByBoxClock = stampedByBoxClock
-            self.head = head
-            self.rest = rest
-            self.lineCount = lineCount
-            self.timestampDigits = timestampDigits
-            self.serial = serial
-            self.definition = definition
-            self.fragment = fragment
-            self.fragmentBytes = UnsafeBufferPointer(fragment.bytes)
-        }
     }
 
     /// Bytes made once and shared: an offer's members of its display notifications (`CachedOffer`), at an
@@ -302,31 +271,55 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         shortLinePrefix.utf8CodeUnitCount + JSONWriter.maxIntegerLength + shortLineMiddle.utf8CodeUnitCount
         + boxClockMember.utf8CodeUnitCount + 2
 
-    /// Writes the tail: the short journal line around the item's own members, `head` (written by `writeHead`,
-    /// which returns where it put the id and the timestamp's digits) and `rest`.
+    /// A notification's object: its tail the short journal line around the item's own members, `head` (written by
+    /// `writeHead`, which returns where it put the id and the timestamp's digits) and `rest`; `capacity` the most
+    /// `writeHead` and `rest` write.
     @inline(__always)
-    private static func writeTail(
-        _ out: UnsafeMutablePointer<UInt8>,
+    private static func makeFields(
+        capacity: Int,
+        storedID: String?,
+        timestampMs: Int64,
+        mboxName: String,
+        property: String?,
+        stampedByBoxClock: Bool,
+        serial: Int,
         definition: Int,
+        fragment: Fragment,
         rest: UnsafeBufferPointer<UInt8>,
         closing: Bool,
-        stampedByBoxClock: Bool,
         writeHead: (inout ByteCursor) -> (id: Range<Int>, digits: Range<Int>)
-    ) -> (head: Range<Int>, rest: Range<Int>, lineCount: Int, id: Range<Int>, digits: Range<Int>) {
-        var line = ByteCursor(out)
-        line.put(shortLinePrefix)
-        line.skip(JSONWriter.writeDigits(Int64(definition), to: line.next))
-        line.put(shortLineMiddle)
-        let headStart = line.count
-        let written = writeHead(&line)
-        let head = headStart..<line.count
-        line.put(rest)
-        if closing { line.put(UInt8(ascii: "}")) }
-        let restRange = head.upperBound..<line.count
-        if stampedByBoxClock { line.put(boxClockMember) }
-        line.put(UInt8(ascii: "}"))
-        line.put(0x0A)
-        return (head, restRange, line.count, written.id, written.digits)
+    ) -> Fields {
+        Fields.make(capacity: capacity + shortLineExtra) { out in
+            var line = ByteCursor(out)
+            line.put(shortLinePrefix)
+            line.skip(JSONWriter.writeDigits(Int64(definition), to: line.next))
+            line.put(shortLineMiddle)
+            let headStart = line.count
+            let written = writeHead(&line)
+            let head = headStart..<line.count
+            line.put(rest)
+            if closing { line.put(UInt8(ascii: "}")) }
+            let restRange = head.upperBound..<line.count
+            if stampedByBoxClock { line.put(boxClockMember) }
+            line.put(UInt8(ascii: "}"))
+            line.put(0x0A)
+            return Header(
+                storedID: storedID,
+                idBytes: written.id,
+                timestampMs: timestampMs,
+                mboxName: mboxName,
+                property: property,
+                stampedByBoxClock: stampedByBoxClock,
+                head: head,
+                rest: restRange,
+                lineCount: line.count,
+                timestampDigits: written.digits,
+                serial: serial,
+                definition: definition,
+                fragment: fragment,
+                fragmentBytes: UnsafeBufferPointer(fragment.bytes)
+            )
+        }
     }
 
     /// This run's number for it, unique in the process and kept by `restamp`: the queue's in-flight table is
@@ -472,48 +465,36 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         let capacity =
             idLiteral.utf8CodeUnitCount + 36 + (withImpressionId ? impressionLiteral.utf8CodeUnitCount + 36 : 0)
             + typeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength + targetingBytes.count + 1
-            + shortLineExtra
         let serial = Self.serials.add(1, ordering: .relaxed).newValue
-        let fields = Fields.make(capacity: capacity) { out in
-            let tail = targetingBytes.withUnsafeBufferPointer { targeting in
-                writeTail(
-                    out,
-                    definition: definition,
-                    rest: targeting,
-                    closing: true,
-                    stampedByBoxClock: stampedByBoxClock
-                ) { item in
-                    item.put(idLiteral)
-                    RandomUUID.write(to: item.next)  // hex digits and dashes: nothing to escape
-                    let idBytes = item.count..<(item.count + 36)
-                    item.skip(36)
-                    if withImpressionId {
-                        item.put(impressionLiteral)
-                        RandomUUID.write(to: item.next)
-                        item.skip(36)
-                    }
-                    item.put(typeAndTimestamp)
-                    let length = JSONWriter.writeDigits(timestampMs, to: item.next)
-                    let digits = item.count..<(item.count + length)
-                    item.skip(length)
-                    return (idBytes, digits)
-                }
-            }
-            return Header(
+        let fields = targetingBytes.withUnsafeBufferPointer { targeting in
+            makeFields(
+                capacity: capacity,
                 storedID: nil,
-                idBytes: tail.id,
                 timestampMs: timestampMs,
                 mboxName: mboxName,
                 property: property,
                 stampedByBoxClock: stampedByBoxClock,
-                head: tail.head,
-                rest: tail.rest,
-                lineCount: tail.lineCount,
-                timestampDigits: tail.digits,
                 serial: serial,
                 definition: definition,
-                fragment: fragment
-            )
+                fragment: fragment,
+                rest: targeting,
+                closing: true
+            ) { item in
+                item.put(idLiteral)
+                RandomUUID.write(to: item.next)  // hex digits and dashes: nothing to escape
+                let idBytes = item.count..<(item.count + 36)
+                item.skip(36)
+                if withImpressionId {
+                    item.put(impressionLiteral)
+                    RandomUUID.write(to: item.next)
+                    item.skip(36)
+                }
+                item.put(typeAndTimestamp)
+                let length = JSONWriter.writeDigits(timestampMs, to: item.next)
+                let digits = item.count..<(item.count + length)
+                item.skip(length)
+                return (idBytes, digits)
+            }
         }
         return DisplayNotification(fields: fields)
     }
@@ -538,38 +519,27 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         definition: Int,
         serial: Int = serials.add(1, ordering: .relaxed).newValue
     ) {
-        fields = Fields.make(capacity: head.count + rest.count + Self.shortLineExtra) { out in
-            let tail = rest.withUnsafeBufferPointer { rest in
-                Self.writeTail(
-                    out,
-                    definition: definition,
-                    rest: rest,
-                    closing: false,
-                    stampedByBoxClock: stampedByBoxClock
-                ) { line in
-                    let start = line.count
-                    line.put(head)
-                    return (
-                        (start + idInHead.lowerBound)..<(start + idInHead.upperBound),
-                        (start + digitsInHead.lowerBound)..<(start + digitsInHead.upperBound)
-                    )
-                }
-            }
-            return Header(
+        fields = rest.withUnsafeBufferPointer { rest in
+            Self.makeFields(
+                capacity: head.count + rest.count,
                 storedID: storedID,
-                idBytes: tail.id,
                 timestampMs: timestampMs,
                 mboxName: mboxName,
                 property: property,
                 stampedByBoxClock: stampedByBoxClock,
-                head: tail.head,
-                rest: tail.rest,
-                lineCount: tail.lineCount,
-                timestampDigits: tail.digits,
                 serial: serial,
                 definition: definition,
-                fragment: fragment
-            )
+                fragment: fragment,
+                rest: rest,
+                closing: false
+            ) { line in
+                let start = line.count
+                line.put(head)
+                return (
+                    (start + idInHead.lowerBound)..<(start + idInHead.upperBound),
+                    (start + digitsInHead.lowerBound)..<(start + digitsInHead.upperBound)
+                )
+            }
         }
     }
 
