@@ -236,6 +236,19 @@ def skipped(agent):
     return target["artifact"].get("skipped"), target["geo"].get("skipped")
 
 
+def sent(sim):
+    """How many artifact fetches and geo lookups reached the simulator."""
+    return len(artifact_requests(sim)), len(geo_requests(sim))
+
+
+def skipped_and_nothing_sent(agent, sim, reason, before):
+    """Waits for both turns skipped (or for a request, which fails at once), then checks nothing was sent."""
+    wait_until("both turns skipped, or a request sent",
+               lambda: skipped(agent) == (reason, reason) or sent(sim) != before, timeout=30)
+    assert sent(sim) == before, "an artifact fetch or geo lookup was sent while not opted in"
+    assert skipped(agent) == (reason, reason)
+
+
 def set_privacy(agent, status):
     return ok(request(agent.admin, "target.privacy", {"status": status}, timeout_ms=20000))
 
@@ -251,13 +264,12 @@ def test_while_privacy_is_unknown_nothing_is_fetched_nothing_dropped_and_opting_
     located(agent, "SAN FRANCISCO")
     wait_until("the location kept", (Path(setup.folder) / "state" / "target-geo.json").exists)
     assert stop_agent(agent) == 0
-    fetches, lookups = len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))
+    fetches, lookups = sent(setup.sim)
     # The next start is configured `unknown`: the rules and the location kept are read back, so a fetch and a
     # lookup are due at once; both turns are skipped.
     agent = setup.start(privacy="unknown")
     reason = "Target privacy is unknown"
-    wait_until("both turns skipped", lambda: skipped(agent) == (reason, reason), timeout=30)
-    assert (len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))) == (fetches, lookups)
+    skipped_and_nothing_sent(agent, setup.sim, reason, (fetches, lookups))
     # Nothing is dropped: the rules and the location held still decide.
     held, place = artifact_status(agent), geo_status(agent)
     assert (held["source"], held["lastFetchAtMs"]) == ("disk", None) and held["version"] is not None, held
@@ -275,7 +287,7 @@ def test_while_privacy_is_unknown_nothing_is_fetched_nothing_dropped_and_opting_
 
     set_privacy(agent, "optedIn")
     fetched_again(agent, 0, 0)
-    assert (len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))) == (fetches + 1, lookups + 1)
+    assert sent(setup.sim) == (fetches + 1, lookups + 1)
     assert skipped(agent) == (None, None)
     assert geo_status(agent)["source"] == "network"
     wait_until("the held impression at Target",
@@ -288,12 +300,10 @@ def test_while_opted_out_nothing_is_fetched_and_opting_in_fetches_both(setup):
     wait_until("the rules fetched", lambda: artifact_status(agent)["lastFetchResult"] == "updated", timeout=30)
     before = artifact_status(agent)
     set_privacy(agent, "optedOut")
-    fetches, lookups = len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))
+    fetches, lookups = sent(setup.sim)
     # The opt-out forgot the location, so a lookup is due; a reload asks for a fetch of the rules.
     reload(agent)
-    reason = "Target privacy is optedOut"
-    wait_until("both turns skipped", lambda: skipped(agent) == (reason, reason), timeout=30)
-    assert (len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))) == (fetches, lookups)
+    skipped_and_nothing_sent(agent, setup.sim, "Target privacy is optedOut", (fetches, lookups))
     # The rules are the account's, not the visitor's: they are kept. The location is not.
     held = artifact_status(agent)
     assert (held["version"], held["lastFetchAtMs"]) == (before["version"], before["lastFetchAtMs"]), held
@@ -302,7 +312,7 @@ def test_while_opted_out_nothing_is_fetched_and_opting_in_fetches_both(setup):
     set_privacy(agent, "optedIn")
     fetched_again(agent, before["lastFetchAtMs"], 0)
     located(agent, "SAN FRANCISCO")
-    assert (len(artifact_requests(setup.sim)), len(geo_requests(setup.sim))) == (fetches + 1, lookups + 1)
+    assert sent(setup.sim) == (fetches + 1, lookups + 1)
     assert skipped(agent) == (None, None)
 
 
