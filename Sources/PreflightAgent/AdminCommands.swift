@@ -196,6 +196,7 @@ extension CommandDispatcher {
         result["fetchedAtMs"] = milliseconds(status.fetchedAtMs)
         result["lastFetchAtMs"] = milliseconds(status.lastFetchAtMs)
         result["lastFetchError"] = text(status.lastFetchError)
+        result["skipped"] = text(status.skipped)
         return .object(result)
     }
 
@@ -217,6 +218,7 @@ extension CommandDispatcher {
             "lastFetchAtMs": optional(status.lastFetchAtMs),
             "lastFetchResult": optional(status.lastFetchResult?.rawValue),
             "lastFetchError": optional(status.lastFetchError),
+            "skipped": optional(status.skipped),
         ]
     }
 

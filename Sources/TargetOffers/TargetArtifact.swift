@@ -45,6 +45,9 @@ public struct ArtifactStatus: Sendable, Equatable {
     /// Why the last fetch failed or was refused.
     public var lastFetchError: String?
     public var failuresInARow = 0
+    /// Why the fetch last due was not made (`TargetPrivacy.notSentReason`: the box is not opted in to Target);
+    /// nil once a fetch is made.
+    public var skipped: String?
 
     public init() {}
 }

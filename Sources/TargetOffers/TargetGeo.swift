@@ -63,6 +63,9 @@ public struct GeoStatus: Sendable, Equatable {
     /// Why the last lookup failed; nil after a success.
     public var lastFetchError: String?
     public var failuresInARow = 0
+    /// Why the lookup last due was not made (`TargetPrivacy.notSentReason`: the box is not opted in to Target);
+    /// nil once a lookup is made.
+    public var skipped: String?
     /// Counts the changes of `answer` (a new location, or the first one): decisions made with an older
     /// count were made for another place.
     public var generation = 0

@@ -6,17 +6,24 @@ import Synchronization
 ///
 /// - `optedIn`: everything is sent (today's behaviour and the default).
 /// - `optedOut`: nothing is sent to Target; loads get their default content; the visitor ids, the prefetch
-///   cache and the queued notifications are dropped when it is set.
-/// - `unknown`: nothing is sent to Target; offers already cached are still shown and their notifications
-///   held (bounded by the queue's capacity) until the status becomes `optedIn` (they go) or `optedOut`
-///   (they are dropped). Loads that need Target get their default content.
+///   cache, the queued notifications and the box's location are dropped when it is set.
+/// - `unknown`: nothing is sent to Target and nothing is dropped; offers already cached are still shown and
+///   their notifications held (bounded by the queue's capacity) until the status becomes `optedIn` (they go)
+///   or `optedOut` (they are dropped). Loads that need Target get their default content.
+///
+/// "Nothing is sent to Target" is every request to Target's services: Delivery calls, notifications, the
+/// probe of a Target that is down, the rules artifact and the geo lookup. Each asks `allowsSending`.
 public enum TargetPrivacy: String, Sendable, CaseIterable, Hashable {
     case optedIn
     case optedOut
     case unknown
 
-    /// Whether Target may be called (work and notifications).
+    /// Whether Target's services may be called: Delivery (work, notifications, the probe), the rules artifact's
+    /// host and the geo service. The one test of every request the box makes to Target.
     public var allowsSending: Bool { self == .optedIn }
+
+    /// Why nothing is sent while `allowsSending` is false, as `status` and the log say it.
+    public var notSentReason: String { "Target privacy is \(rawValue)" }
 
     /// The accepted wire and configuration values, for messages.
     public static let names = allCases.map(\.rawValue).joined(separator: ", ")

@@ -27,7 +27,8 @@ extension TargetService {
 
     /// The poller: unless decisioning is `server-side`, reads the artifact kept in the state directory
     /// (once), then fetches at start, every `artifactPollingInterval` and when a reload asks, backing off
-    /// after failures. Runs until cancelled.
+    /// after failures. While the box is not opted in to Target, a fetch due is not made and stays due (opting
+    /// in asks for one at once). Runs until cancelled.
     public func runArtifactPolling() async {
         var generator = SystemRandomNumberGenerator()
         var readDisk = false
@@ -44,8 +45,7 @@ extension TargetService {
                     due = clock.now()
                     artifactBox.withLock { $0.status.failuresInARow = 0 }
                 }
-                if let next = due, clock.now() >= next {
-                    let result = await fetchArtifact(configuration)
+                if let next = due, clock.now() >= next, let result = await fetchArtifact(configuration) {
                     let failures = artifactBox.withLock { $0.status.failuresInARow }
                     due = ArtifactPolling.delay(
                         after: result,
@@ -68,10 +68,29 @@ extension TargetService {
 
     /// One fetch: `If-None-Match` with the ETag held (when it came from the same address); a 304 keeps
     /// the artifact, a 200 replaces it if the engine reads it, and is kept in the state directory.
+    /// Nothing is sent unless the box is opted in to Target (`TargetPrivacy.allowsSending`): nil then, the
+    /// artifact held is kept, and `status` says why (`skipped`).
     @discardableResult
-    public func fetchArtifact(_ configuration: TargetConfiguration? = nil) async -> ArtifactFetchResult {
+    public func fetchArtifact(_ configuration: TargetConfiguration? = nil) async -> ArtifactFetchResult? {
         let configuration = configuration ?? self.configuration
         let url = configuration.artifactURL
+        let privacy = self.privacy
+        guard privacy.allowsSending else {
+            let reason = privacy.notSentReason
+            let first = artifactBox.withLock { box in
+                defer { box.status.skipped = reason }
+                return box.status.skipped != reason
+            }
+            if first {
+                logger.info(
+                    "rules artifact not fetched: nothing is sent to Target until it is optedIn; the rules held are kept",
+                    metadata: [
+                        "url": "\(url)", "reason": "\(reason)", "versionHeld": "\(artifactStatus.version ?? "none")",
+                    ]
+                )
+            }
+            return nil
+        }
         let (holding, etag) = artifactBox.withLock { box in
             (box.artifact != nil, box.status.url == url ? box.status.etag : nil)
         }
@@ -153,6 +172,7 @@ extension TargetService {
             box.status.lastFetchResult = result
             box.status.lastFetchError = error
             box.status.failuresInARow = result.isFailure ? box.status.failuresInARow + 1 : 0
+            box.status.skipped = nil
         }
     }
 

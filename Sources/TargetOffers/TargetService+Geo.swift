@@ -39,9 +39,10 @@ extension TargetService {
     }
 
     /// The geo poller: unless decisioning is `server-side`, reads the location kept in the state directory
-    /// (once); then, while the artifact held targets by geo and the box is not opted out, looks it up when
-    /// such an artifact is adopted (until this run has a location), every `artifactPollingInterval` and when
-    /// a reload asks, backing off after failures (the location held stays). Runs until cancelled.
+    /// (once); then, while the artifact held targets by geo, looks it up when such an artifact is adopted
+    /// (until this run has a location), every `artifactPollingInterval` and when a reload asks, backing off
+    /// after failures (the location held stays). While the box is not opted in to Target, a lookup due is not
+    /// made and stays due (opting in asks for one at once). Runs until cancelled.
     public func runGeoPolling() async {
         var generator = SystemRandomNumberGenerator()
         var readDisk = false
@@ -70,8 +71,7 @@ extension TargetService {
                     adopted = adoption
                     if geoBox.withLock({ $0.status.source }) != .network { due = clock.now() }
                 }
-                if targetsByGeo, privacy != .optedOut, let next = due, clock.now() >= next {
-                    let answer = await fetchGeo(configuration)
+                if targetsByGeo, let next = due, clock.now() >= next, let answer = await fetchGeo(configuration) {
                     let failures = geoBox.withLock { $0.status.failuresInARow }
                     var failed = false
                     if case .failed = answer { failed = true }
@@ -90,17 +90,31 @@ extension TargetService {
     /// One lookup, without `x-forwarded-for` (the service locates the caller). A location replaces the one
     /// held, is kept in the state directory and, when it differs, counts as a change (`geo.updated`); a
     /// failure keeps the one held. An answer that comes after the location was forgotten (an opt-out while
-    /// the lookup was in flight) changes nothing, in `status` or on disk; while opted out, nothing is asked
-    /// (a failure that `status` does not record).
+    /// the lookup was in flight) changes nothing, in `status` or on disk. Nothing is asked unless the box is
+    /// opted in to Target (`TargetPrivacy.allowsSending`): nil then, the location held is kept (an opt-out
+    /// already forgot it), and `status` says why (`skipped`).
     @discardableResult
-    public func fetchGeo(_ configuration: TargetConfiguration? = nil) async -> GeoPolling.Answer {
+    public func fetchGeo(_ configuration: TargetConfiguration? = nil) async -> GeoPolling.Answer? {
         let configuration = configuration ?? self.configuration
         let url = configuration.geoURL
         // Read before the privacy status: an opt-out switched after that read forgets the location after it.
         let forgets = geoBox.withLock { $0.forgets }
-        guard privacy != .optedOut else {
-            logger.debug("box location not looked up: Target privacy is optedOut", metadata: ["url": "\(url)"])
-            return .failed("not looked up: Target privacy is optedOut")
+        let privacy = self.privacy
+        guard privacy.allowsSending else {
+            let reason = privacy.notSentReason
+            let first = geoBox.withLock { box in
+                defer { box.status.skipped = reason }
+                return box.status.skipped != reason
+            }
+            if first {
+                logger.info(
+                    "box location not looked up: nothing is sent to Target until it is optedIn",
+                    metadata: [
+                        "url": "\(url)", "reason": "\(reason)", "cityHeld": "\(geoStatus.answer?.city ?? "none")",
+                    ]
+                )
+            }
+            return nil
         }
         let request = HTTPRequest(
             method: "GET",
@@ -130,6 +144,7 @@ extension TargetService {
                     box.status.lastFetchAtMs = started
                     box.status.lastFetchError = nil
                     box.status.failuresInARow = 0
+                    box.status.skipped = nil
                     if changed { box.status.generation += 1 }
                     return changed
                 }
@@ -155,6 +170,7 @@ extension TargetService {
                     box.status.lastFetchAtMs = started
                     box.status.lastFetchError = reason
                     box.status.failuresInARow += 1
+                    box.status.skipped = nil
                     return box.status.answer?.city ?? "none"
                 }
             }

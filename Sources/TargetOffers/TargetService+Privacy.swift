@@ -29,7 +29,8 @@ extension TargetService {
     /// for apps: nothing the box learned from Target or would tell it stays. That happens before the switch
     /// (whoever sees `optedOut` sees it all gone) and once more after it, for what a call finishing meanwhile
     /// left. `unknown` and `optedIn` drop nothing: the sender holds notifications while the status is not
-    /// `optedIn`, and sends them once it is.
+    /// `optedIn`, and sends them once it is. The artifact and geo pollers fetch nothing while it is not
+    /// `optedIn` either; switching to `optedIn` asks each for a turn at once, as a reload does.
     func switchPrivacy(to status: TargetPrivacy, by: String, _ change: () -> TargetPrivacy?) {
         var dropped = status == .optedOut ? forgetEverythingForOptOut() : (offers: 0, notifications: 0)
         guard let previous = change(), previous != status else { return }
@@ -58,6 +59,11 @@ extension TargetService {
                 message,
                 metadata: ["previous": "\(previous.rawValue)", "by": "\(by)", "notificationsHeld": "\(held)"]
             )
+        }
+        if status == .optedIn {
+            // What the pollers skipped is fetched now, not a whole polling interval later.
+            requestArtifactFetch()
+            requestGeoFetch()
         }
         publish(.targetPrivacy, body)
     }

@@ -157,7 +157,8 @@ func defaultsSummary(_ reasons: JSONValue?) -> String {
 }
 
 /// "on-device: version 1.0.0, 12 rules, generated 2026-02-01T00:00:00Z, downloaded 4m ago (network);
-/// last fetch notModified 4m ago" or "on-device: none yet; last fetch networkError 3s ago (detail)".
+/// last fetch notModified 4m ago" or "on-device: none yet; last fetch networkError 3s ago (detail)"; either with
+/// "; not fetched: Target privacy is unknown" while the box is not opted in.
 func artifactSummary(_ artifact: JSONValue, method: String, now: Date = Date()) -> String {
     var text = "\(method): "
     if let version = artifact["version"]?.stringValue {
@@ -175,12 +176,13 @@ func artifactSummary(_ artifact: JSONValue, method: String, now: Date = Date()) 
         if let at = artifact["lastFetchAtMs"]?.doubleValue { text += " \(age(sinceEpochMs: at, now: now))" }
         if let error = artifact["lastFetchError"]?.stringValue { text += " (\(error))" }
     }
+    if let reason = artifact["skipped"]?.stringValue { text += "; not fetched: \(reason)" }
     return text
 }
 
 /// Where Target's geo service placed the box, as geo-targeted rules decided on the box see it:
 /// "SAN FRANCISCO, CA, US (37.75, -122.4), located 4m ago (network)", "unknown (rules do not target by
-/// geo)", or either with "; last lookup failed 3s ago (HTTP 503)".
+/// geo)", or either with "; last lookup failed 3s ago (HTTP 503)" or "; not looked up: Target privacy is unknown".
 func geoSummary(_ geo: JSONValue, now: Date = Date()) -> String {
     let place = ["city", "regionCode", "countryCode"].compactMap { geo[$0]?.stringValue }
     var text: String
@@ -200,6 +202,7 @@ func geoSummary(_ geo: JSONValue, now: Date = Date()) -> String {
         if let at = geo["lastFetchAtMs"]?.doubleValue { text += " \(age(sinceEpochMs: at, now: now))" }
         text += " (\(error))"
     }
+    if let reason = geo["skipped"]?.stringValue { text += "; not looked up: \(reason)" }
     return text
 }
 

@@ -179,8 +179,11 @@ private struct FixedGenerator: RandomNumberGenerator {
             #expect((target.geoStatus.answer != nil) == (status == 200))
             #expect(FileManager.default.fileExists(atPath: kept) == (status == 200))
         } else {
-            #expect(next == .failed("not looked up: Target privacy is optedOut"))
-            #expect(scripted.requests.count == asked && target.geoStatus == forgotten)
+            // Not asked: `status` says why, and holds nothing else.
+            var notAsked = forgotten
+            notAsked.skipped = "Target privacy is optedOut"
+            #expect(next == nil)
+            #expect(scripted.requests.count == asked && target.geoStatus == notAsked)
             #expect(!FileManager.default.fileExists(atPath: kept))
         }
     }
@@ -253,5 +256,78 @@ private struct FixedGenerator: RandomNumberGenerator {
                 #expect(body["context"]?["geo"] == nil && geo == nil)
             }
         }
+    }
+}
+
+/// The rules artifact's host and the geo service are Target's: while the box is not opted in, neither poller
+/// asks them anything (`status` says why), what is held stays, and opting in gets both a turn at once.
+@Suite struct PollersPrivacyTests {
+    private func folder() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("pollers-\(UUID())").path
+    }
+
+    /// One answer both services can take: the geo artifact for the asset host, a place for the geo service.
+    private static let answer = HTTPResponse(status: 200, headers: sanFrancisco, body: geoArtifactJSON())
+
+    private func wait(_ what: Comment, until condition: () -> Bool) async throws {
+        let deadline = MonotonicInstant.now + .seconds(20)
+        while !condition(), MonotonicInstant.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(condition(), what)
+    }
+
+    @Test(arguments: [TargetPrivacy.unknown, .optedOut])
+    func nothingIsFetchedUnlessOptedInAndOptingInFetchesBoth(privacy: TargetPrivacy) async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // An earlier run kept the geo artifact and a place: read back, a fetch and a lookup are due at once.
+        let earlier = ScriptedTransport()
+        earlier.answer(Self.answer)
+        let first = onDeviceService(earlier, folder: folder)
+        #expect(await first.fetchArtifact() == .updated)
+        #expect(await first.fetchGeo() != nil && first.geoStatus.answer != nil)
+
+        let transport = ScriptedTransport()
+        transport.answer(Self.answer)
+        let target = onDeviceService(transport, folder: folder)
+        target.setPrivacy(privacy)
+        let pollers = [Task { await target.runArtifactPolling() }, Task { await target.runGeoPolling() }]
+        defer { for poller in pollers { poller.cancel() } }
+        let reason = "Target privacy is \(privacy.rawValue)"
+        try await wait("both turns skipped") {
+            target.artifactStatus.skipped == reason && target.geoStatus.skipped == reason
+        }
+        #expect(transport.requests.isEmpty)
+        // The rules are kept either way; the place while `unknown` (an opt-out forgot it).
+        #expect(target.artifactStatus.source == .disk && target.artifactStatus.lastFetchAtMs == nil)
+        #expect((target.geoStatus.answer?.city == "SAN FRANCISCO") == (privacy == .unknown))
+
+        target.setPrivacy(.optedIn)
+        try await wait("fetched and looked up") {
+            target.artifactStatus.lastFetchAtMs != nil && target.geoStatus.source == .network
+        }
+        #expect(Set(transport.requests.map(\.url)).count == 2)
+        #expect(target.artifactStatus.skipped == nil && target.geoStatus.skipped == nil)
+    }
+
+    /// The clock stands still: after the fetch and the lookup at start, the next are never due. Only the turn
+    /// that opting in asks for fetches again.
+    @Test func optingInFetchesAtOnceNotAnIntervalLater() async throws {
+        let folder = folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let transport = ScriptedTransport()
+        transport.answer(Self.answer)
+        let target = onDeviceService(transport, folder: folder)
+        let pollers = [Task { await target.runArtifactPolling() }, Task { await target.runGeoPolling() }]
+        defer { for poller in pollers { poller.cancel() } }
+        try await wait("fetched and looked up at start") {
+            target.artifactStatus.lastFetchAtMs != nil && target.geoStatus.source == .network
+        }
+        let asked = transport.requests.count
+        target.setPrivacy(.unknown)
+        target.setPrivacy(.optedIn)
+        try await wait("fetched and looked up again") { transport.requests.count >= asked + 2 }
+        #expect(Set(transport.requests.dropFirst(asked).map(\.url)).count == 2)
     }
 }

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from agent_harness import Events, bin_dir, ok, read_log, request, stop_agent, wait_until
-from test_target_artifact import Setup, artifact_status  # noqa: F401
+from test_target_artifact import Setup, artifact_requests, artifact_status  # noqa: F401
 from test_target_artifact import setup as artifact_setup  # noqa: F401  (the fixture, under another name)
 
 import pytest
@@ -224,3 +224,104 @@ def test_a_lookup_answered_after_an_opt_out_keeps_nothing(setup, opted_in_again)
         reload(agent)
         located(agent, "SAN FRANCISCO")
         wait_until("the location kept again", kept.exists)
+
+
+# Privacy: the rules artifact's host and the geo service are Target's services, and each request tells them the
+# box's address. Unless the box is opted in, neither poller sends anything; the polling interval is 5 minutes at
+# least, so each test gives the pollers a turn by a start, a reload or an opt-out, and waits for `status` to say
+# the turn was skipped (`skipped`) before it counts the simulator's requests.
+
+def skipped(agent):
+    target = ok(request(agent.admin, "status"))["target"]
+    return target["artifact"].get("skipped"), target["geo"].get("skipped")
+
+
+def sent(sim):
+    """How many artifact fetches and geo lookups reached the simulator."""
+    return len(artifact_requests(sim)), len(geo_requests(sim))
+
+
+def skipped_and_nothing_sent(agent, sim, reason, before):
+    """Waits for both turns skipped (or for a request, which fails at once), then checks nothing was sent."""
+    wait_until("both turns skipped, or a request sent",
+               lambda: skipped(agent) == (reason, reason) or sent(sim) != before, timeout=30)
+    assert sent(sim) == before, "an artifact fetch or geo lookup was sent while not opted in"
+    assert skipped(agent) == (reason, reason)
+
+
+def set_privacy(agent, status):
+    return ok(request(agent.admin, "target.privacy", {"status": status}, timeout_ms=20000))
+
+
+def fetched_again(agent, artifact_before_ms, geo_before_ms):
+    wait_until("the rules fetched", lambda: (artifact_status(agent)["lastFetchAtMs"] or 0) > artifact_before_ms,
+               timeout=30)
+    wait_until("the box looked up", lambda: (geo_status(agent)["lastFetchAtMs"] or 0) > geo_before_ms, timeout=30)
+
+
+def test_while_privacy_is_unknown_nothing_is_fetched_nothing_dropped_and_opting_in_fetches_both(setup):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    wait_until("the location kept", (Path(setup.folder) / "state" / "target-geo.json").exists)
+    assert stop_agent(agent) == 0
+    fetches, lookups = sent(setup.sim)
+    # The next start is configured `unknown`: the rules and the location kept are read back, so a fetch and a
+    # lookup are due at once; both turns are skipped.
+    agent = setup.start(privacy="unknown")
+    reason = "Target privacy is unknown"
+    skipped_and_nothing_sent(agent, setup.sim, reason, (fetches, lookups))
+    # Nothing is dropped: the rules and the location held still decide.
+    held, place = artifact_status(agent), geo_status(agent)
+    assert (held["source"], held["lastFetchAtMs"]) == ("disk", None) and held["version"] is not None, held
+    assert (place["city"], place["source"]) == ("SAN FRANCISCO", "disk"), place
+    # Decided on the box, which sends nothing: its impression is held until the box is opted in.
+    assert json.loads(load(agent)["content"]) == {"geo": True, "city": "SAN FRANCISCO"}
+    wait_until("the impression held", lambda: ok(request(agent.admin, "notifications.status"))["queued"] == 1)
+    shown = subprocess.run([os.path.join(bin_dir(), "preflightctl"), "--config", agent.config_path, "status"],
+                           capture_output=True, text=True, timeout=60)
+    assert f"not fetched: {reason}" in shown.stdout and f"not looked up: {reason}" in shown.stdout, shown.stdout
+    # The skip is recorded for the status, then logged: on a loaded machine the line comes a moment after.
+    wait_until("the skip in the log",
+               lambda: "rules artifact not fetched: nothing is sent to Target until it is optedIn" in read_log(
+                   setup.folder), timeout=30)
+
+    set_privacy(agent, "optedIn")
+    fetched_again(agent, 0, 0)
+    assert sent(setup.sim) == (fetches + 1, lookups + 1)
+    assert skipped(agent) == (None, None)
+    assert geo_status(agent)["source"] == "network"
+    wait_until("the held impression at Target",
+               lambda: len(setup.sim.call("GET", "/_sim/target/notifications?type=display")["notifications"]) == 1)
+
+
+def test_while_opted_out_nothing_is_fetched_and_opting_in_fetches_both(setup):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    wait_until("the rules fetched", lambda: artifact_status(agent)["lastFetchResult"] == "updated", timeout=30)
+    before = artifact_status(agent)
+    set_privacy(agent, "optedOut")
+    fetches, lookups = sent(setup.sim)
+    # The opt-out forgot the location, so a lookup is due; a reload asks for a fetch of the rules.
+    reload(agent)
+    skipped_and_nothing_sent(agent, setup.sim, "Target privacy is optedOut", (fetches, lookups))
+    # The rules are the account's, not the visitor's: they are kept. The location is not.
+    held = artifact_status(agent)
+    assert (held["version"], held["lastFetchAtMs"]) == (before["version"], before["lastFetchAtMs"]), held
+    assert geo_status(agent)["city"] is None
+
+    set_privacy(agent, "optedIn")
+    fetched_again(agent, before["lastFetchAtMs"], 0)
+    located(agent, "SAN FRANCISCO")
+    assert sent(setup.sim) == (fetches + 1, lookups + 1)
+    assert skipped(agent) == (None, None)
+
+
+def test_opting_in_fetches_the_rules_and_looks_the_box_up_at_once_not_an_interval_later(setup):
+    agent = setup.start()
+    located(agent, "SAN FRANCISCO")
+    wait_until("the rules fetched", lambda: artifact_status(agent)["lastFetchResult"] == "updated", timeout=30)
+    # Both were fetched at start: the next fetch and lookup are 5 minutes away.
+    artifact_before, geo_before = artifact_status(agent)["lastFetchAtMs"], geo_status(agent)["lastFetchAtMs"]
+    set_privacy(agent, "unknown")
+    set_privacy(agent, "optedIn")
+    fetched_again(agent, artifact_before, geo_before)
