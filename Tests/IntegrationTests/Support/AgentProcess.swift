@@ -46,6 +46,52 @@ func waitFor(
     throw TestFailure("timed out after \(timeout) waiting for \(what)")
 }
 
+/// At most a few processes of the tests start at once. Swift Testing runs every test side by side, and some 50
+/// of them start a simulator (Python, about a second of CPU to load the specs) and an agent: started all at
+/// once on a busy 2-core machine they took longer than the 20 s a start may take (2026-11-27, load average 14),
+/// and every integration test failed. Starting waits for a turn here, and the start's deadline runs from its turn;
+/// a turn is given back once the process is ready (or failed), never held while waiting for another, so a test
+/// that starts several processes cannot deadlock with one that starts others.
+actor StartupTurns {
+    static let shared = StartupTurns(turns: 4)
+
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(turns: Int) {
+        free = turns
+    }
+
+    func take() async {
+        if free > 0 {
+            free -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func giveBack() {
+        if waiting.isEmpty {
+            free += 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+}
+
+/// Runs `start` (a process's launch until it is ready) in a turn of `StartupTurns`.
+func inStartupTurn<Result>(_ start: () async throws -> Result) async throws -> Result {
+    await StartupTurns.shared.take()
+    do {
+        let result = try await start()
+        await StartupTurns.shared.giveBack()
+        return result
+    } catch {
+        await StartupTurns.shared.giveBack()
+        throw error
+    }
+}
+
 struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -110,9 +156,13 @@ final class AgentProcess {
         }
         try Data(JSONWriter.encode(.object(configuration))).write(to: URL(fileURLWithPath: configPath))
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        try launch()
         if waitUntilReady {
-            try await waitForReady()
+            try await inStartupTurn {
+                try launch()
+                try await waitForReady()
+            }
+        } else {
+            try launch()
         }
     }
 
@@ -121,8 +171,10 @@ final class AgentProcess {
     func restart() async throws {
         guard !process.isRunning else { throw TestFailure("restart() needs the agent stopped first") }
         process = Process()
-        try launch()
-        try await waitForReady()
+        try await inStartupTurn {
+            try launch()
+            try await waitForReady()
+        }
     }
 
     private func launch() throws {

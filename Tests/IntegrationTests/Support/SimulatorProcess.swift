@@ -22,20 +22,23 @@ final class SimulatorProcess {
         process.arguments = ["--port", "0", "--port-file", portFile, "--quiet"]
         process.standardError = log
         process.standardOutput = log
-        try process.run()
-        var port = ""
-        try await waitFor("preflight-sim to listen") { [process, logPath] in
-            guard process.isRunning else {
-                throw TestFailure(
-                    "preflight-sim exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")"
-                )
+        let port = try await inStartupTurn { [process, logPath] in
+            try process.run()
+            var port = ""
+            try await waitFor("preflight-sim to listen") {
+                guard process.isRunning else {
+                    throw TestFailure(
+                        "preflight-sim exited: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")"
+                    )
+                }
+                port =
+                    (try? String(contentsOfFile: portFile, encoding: .utf8))?.trimmingCharacters(
+                        in: .whitespacesAndNewlines
+                    )
+                    ?? ""
+                return !port.isEmpty
             }
-            port =
-                (try? String(contentsOfFile: portFile, encoding: .utf8))?.trimmingCharacters(
-                    in: .whitespacesAndNewlines
-                )
-                ?? ""
-            return !port.isEmpty
+            return port
         }
         url = "http://127.0.0.1:\(port)"
     }
