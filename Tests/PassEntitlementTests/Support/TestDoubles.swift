@@ -311,12 +311,26 @@ func eventually(within limit: Duration = .seconds(20), _ condition: () async -> 
     return await condition()
 }
 
-/// A fresh temporary directory.
+/// A fresh temporary directory, removed when the test process exits (tests pass it around as a path, with no
+/// owner to remove it; every `swift test` left about 120 of them in /tmp).
 func makeTemporaryDirectory() -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("pass-tests-\(UUID().uuidString)").path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    let first = temporaryDirectories.withLock { directories in
+        directories.append(path)
+        return directories.count == 1
+    }
+    if first {
+        atexit {
+            for directory in temporaryDirectories.withLock({ $0 }) {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+    }
     return path
 }
+
+private let temporaryDirectories = Mutex<[String]>([])
 
 /// Everything a unit test needs: a fake Adobe Pass, a manual clock, recorded events and logs, and a
 /// Entitlement wired to them.
