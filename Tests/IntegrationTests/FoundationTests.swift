@@ -254,16 +254,16 @@ import ZeroMQ
 @Suite struct PreflightctlTests {
     @Test func pingAndStatusJSONAgainstARunningAgent() async throws {
         let agent = try await AgentProcess()
-        let ping = try runCtl(["--config", agent.configPath, "ping"])
+        let ping = try await runCtl(["--config", agent.configPath, "ping"])
         #expect(ping.status == 0, "\(ping.stderr)")
         #expect(ping.stdout.contains("preflightd \(preflightVersion)"))
-        let status = try runCtl(["status", "--json", "--config", agent.configPath])
+        let status = try await runCtl(["status", "--json", "--config", agent.configPath])
         #expect(status.status == 0, "\(status.stderr)")
         let json = try JSONReader.read(status.stdout)
         #expect(json["pid"]?.doubleValue == Double(agent.process.processIdentifier))
         #expect(json["endpoints"]?["admin"]?.stringValue == agent.adminEndpoint)
         #expect(json["configFile"]?.stringValue == agent.configPath)
-        let human = try runCtl(["--endpoint", agent.adminEndpoint, "status"])
+        let human = try await runCtl(["--endpoint", agent.adminEndpoint, "status"])
         #expect(human.status == 0)
         #expect(human.stdout.contains("Endpoint admin"))
     }
@@ -271,7 +271,7 @@ import ZeroMQ
     @Test func stoppedAgentExits3NamingTheEndpoint() async throws {
         let agent = try await AgentProcess()
         try await agent.stop()
-        let result = try runCtl(["--config", agent.configPath, "ping"])
+        let result = try await runCtl(["--config", agent.configPath, "ping"])
         #expect(result.status == 3)
         #expect(result.stderr.contains(agent.adminEndpoint))
     }
@@ -284,19 +284,19 @@ import ZeroMQ
         let mute = try context.makeSocket(.router)
         defer { mute.close() }
         try mute.bind(endpoint)
-        let result = try runCtl(["--endpoint", endpoint, "--timeout", "0.3", "ping"])
+        let result = try await runCtl(["--endpoint", endpoint, "--timeout", "0.3", "ping"])
         #expect(result.status == 3)
         #expect(result.stderr.contains(endpoint))
     }
 
     @Test func usageErrorsExit2() async throws {
-        #expect(try runCtl(["no-such-command"]).status == 2)
-        #expect(try runCtl(["ping", "--timeout", "soon"]).status == 2)
+        #expect(try await runCtl(["no-such-command"]).status == 2)
+        #expect(try await runCtl(["ping", "--timeout", "soon"]).status == 2)
     }
 
     @Test func adminCommandsThroughTheAppEndpointExit4() async throws {
         let agent = try await AgentProcess()
-        let result = try runCtl(["--endpoint", agent.appEndpoint, "status"])
+        let result = try await runCtl(["--endpoint", agent.appEndpoint, "status"])
         #expect(result.status == 4, "\(result.stderr)")
     }
 }

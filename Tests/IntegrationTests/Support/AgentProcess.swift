@@ -284,19 +284,25 @@ final class RawClient {
 }
 
 /// Runs `preflightctl` and returns its exit code and output.
-func runCtl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+func runCtl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    // Output to files and an awaited exit, not pipes read to their end: a blocking read held a thread of the
+    // cooperative pool (two here) for as long as preflightctl ran, and two at once starved every other test.
+    let folder = try TestFolder()
+    let out = folder.path("stdout")
+    let err = folder.path("stderr")
+    _ = FileManager.default.createFile(atPath: out, contents: nil)
+    _ = FileManager.default.createFile(atPath: err, contents: nil)
     let process = Process()
     process.executableURL = Binaries.preflightctl
     process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
     try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    try await waitFor(timeout: .seconds(60), "preflightctl \(arguments.joined(separator: " ")) to exit") {
+        !process.isRunning
+    }
+    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+    return (process.terminationStatus, read(out), read(err))
 }
 
 extension Reply.Decoded {
