@@ -94,26 +94,45 @@ import UpstreamHTTP
     #expect(harness.fake.count("configuration") == 2)
 }
 
-@Test func runRegistersConfiguresAndRetriesWithBackoff() async {
+@Test func runRegistersConfiguresAndRetriesWithBackoff() async throws {
+    // Each wait below ends with the loop asleep having handled the answers, told by the one sleeper on the
+    // clock and the time it sleeps for, which the loop works out from those answers. A wait that fails ends
+    // the test: going on would move the clock under a loop that has not got there, and what failed next
+    // would look like the loop's fault (a retry that never came, a reload that did not wake it).
     let harness = Harness()
     harness.fake.script("configuration", .respond(FakePass.json(503, FakePass.adobeError(503, "service_unavailable"))))
     let run = Pending { await harness.entitlement.maintain() }
-    #expect(await eventually { harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1 })
+    // espn refused, nbc configured: asleep until espn's retry, a second on.
+    try #require(
+        await eventually {
+            harness.fake.count("configuration") == 2 && harness.clock.sleeperCount == 1
+                && harness.clock.nextWakeUp == .seconds(1)
+        }
+    )
     #expect(harness.fake.count("register") == 1)
     #expect(harness.entitlement.snapshot().requestor("espn")?.configurationState == .failed)
     #expect(harness.entitlement.snapshot().requestor("nbc")?.configurationState == .configured)
-    #expect(harness.clock.nextWakeUp == .seconds(1))
     harness.clock.advance(by: .seconds(1))
-    #expect(await eventually { harness.fake.count("configuration") == 3 })
-    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    // espn configured at the retry: asleep until the token's renewal (3600 s lifetime: at 3540 s).
+    try #require(
+        await eventually {
+            harness.fake.count("configuration") == 3 && harness.clock.sleeperCount == 1
+                && harness.clock.nextWakeUp == .seconds(3539)
+        }
+    )
     #expect(harness.entitlement.snapshot().requestor("espn")?.configurationState == .configured)
     // A reload wakes the loop at once for a new requestor.
     harness.entitlement.update(configuration: Harness.configuration(requestors: ["espn", "nbc", "fox"]))
-    #expect(await eventually { harness.fake.count("configuration") == 4 })
+    try #require(
+        await eventually {
+            harness.fake.count("configuration") == 4 && harness.clock.sleeperCount == 1
+                && harness.clock.nextWakeUp == .seconds(3539)
+        }
+    )
     #expect(harness.fake.requests("configuration").last?.url.hasSuffix("/fox/configuration") == true)
-    // The token is renewed before it expires (3600 s lifetime: at 3540 s).
-    #expect(await eventually { harness.clock.sleeperCount == 1 })
-    harness.clock.advance(by: .seconds(3540))
+    #expect(harness.entitlement.snapshot().requestor("fox")?.configurationState == .configured)
+    // The token is renewed before it expires.
+    harness.clock.advance(by: .seconds(3539))
     #expect(await eventually { harness.fake.count("token") == 2 })
     run.cancel()
     #expect(await run.wait() != nil, "run() returns when cancelled")

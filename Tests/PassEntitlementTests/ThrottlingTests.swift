@@ -30,22 +30,25 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(harness.fake.count("preauthorize") == 2, "the warm-up and one shared call")
 }
 
-@Test func commandsWaitingForPacingShareBatches() async {
+@Test func commandsWaitingForPacingShareBatches() async throws {
     // Burst spent: every call waits for its slot, and commands arriving meanwhile join the open batch.
     let harness = Harness(configuration: Harness.configuration(burst: 0))
     harness.login()
     let warmUp = Pending { await harness.preauthorize(["warm-up"]) }
     // register, token, configuration, profiles, preauthorize: each after the previous one's slot.
     for _ in 0..<4 {
-        #expect(await eventually { harness.clock.sleeperCount == 1 })
+        try #require(await eventually { harness.clock.sleeperCount == 1 })
         harness.clock.advance(by: .milliseconds(1100))
     }
     #expect(await warmUp.wait() == permits(["warm-up"]))
     let tasks = (0..<4).map { index in
         Pending { await harness.preauthorize(["r\(index)"]) }
     }
-    #expect(await eventually { await harness.entitlement.batcher.waiting == 4 })
-    #expect(harness.clock.sleeperCount == 1)
+    // Four callers waiting is not yet their batch asleep for its slot: that is its own task, which may not
+    // have got there; the clock must not move before it has.
+    try #require(
+        await eventually { await harness.entitlement.batcher.waiting == 4 && harness.clock.sleeperCount == 1 }
+    )
     harness.clock.advance(by: .milliseconds(1100))
     for (index, task) in tasks.enumerated() {
         #expect(await task.wait() == permits(["r\(index)"]))
@@ -54,13 +57,13 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(harness.fake.requests("preauthorize").last?.jsonBody?["resources"]?.arrayValue?.count == 4)
 }
 
-@Test func throttledRequestWaitsForRetryAfterAndSucceeds() async {
+@Test func throttledRequestWaitsForRetryAfterAndSucceeds() async throws {
     let harness = Harness()
     harness.login()
     _ = await harness.preauthorize(["r0"])
     harness.fake.script("preauthorize", .respond(throttled(retryAfter: "3")))
     let task = Pending { await harness.preauthorize(["r1"]) }
-    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    try #require(await eventually { harness.clock.sleeperCount == 1 })
     #expect(harness.clock.nextWakeUp == .seconds(3))
     #expect(harness.fake.count("preauthorize") == 2)
     harness.clock.advance(by: .seconds(3))
@@ -72,17 +75,17 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(harness.entitlement.snapshot().burstRemaining == 0)
 }
 
-@Test func throttledRequestWithoutRetryAfterBacksOff() async {
+@Test func throttledRequestWithoutRetryAfterBacksOff() async throws {
     let harness = Harness()
     harness.login()
     _ = await harness.preauthorize(["r0"])
     harness.fake.script("preauthorize", .respond(throttled(retryAfter: nil)), .respond(throttled(retryAfter: nil)))
     let task = Pending { await harness.preauthorize(["r1"]) }
-    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    try #require(await eventually { harness.clock.sleeperCount == 1 })
     // One second of back-off, but never closer than the pacing interval to the refused request.
     #expect(harness.clock.nextWakeUp == .milliseconds(1100))
     harness.clock.advance(by: .milliseconds(1100))
-    #expect(await eventually { harness.fake.count("preauthorize") == 3 && harness.clock.sleeperCount == 1 })
+    try #require(await eventually { harness.fake.count("preauthorize") == 3 && harness.clock.sleeperCount == 1 })
     #expect(harness.clock.nextWakeUp == .seconds(2))
     harness.clock.advance(by: .seconds(2))
     #expect(await task.wait() == permits(["r1"]))
@@ -102,12 +105,12 @@ private func throttled(retryAfter: String?) -> HTTPResponse {
     #expect(harness.fake.count("preauthorize") == calls)
 }
 
-@Test func pacedRequestsWaitForTheirSlot() async {
+@Test func pacedRequestsWaitForTheirSlot() async throws {
     let harness = Harness(configuration: Harness.configuration(burst: 3))
     harness.login()
     // register, token, configuration and profiles spend the steady slot and the burst of 3.
     let task = Pending { await harness.preauthorize(["r1"]) }
-    #expect(await eventually { harness.clock.sleeperCount == 1 })
+    try #require(await eventually { harness.clock.sleeperCount == 1 })
     #expect(harness.fake.count("preauthorize") == 0)
     #expect(harness.clock.nextWakeUp == .milliseconds(1100))
     harness.clock.advance(by: .milliseconds(1100))
