@@ -25,6 +25,14 @@ final class SimulatorProcess {
         let port = try await inStartupTurn { [process, logPath] in
             try process.run()
             var port = ""
+            // A start that fails leaves no object to reap it (`deinit` runs only once `url` is set): killed here,
+            // or it outlives the test run (a failed run on 2026-11-27 left ten simulators behind).
+            defer {
+                if port.isEmpty, process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
+            }
             try await waitFor("preflight-sim to listen") {
                 guard process.isRunning else {
                     throw TestFailure(
