@@ -43,18 +43,18 @@ struct NotificationBook: Sendable {
 
     var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
 
-    /// Queues one notification; at capacity, drops the oldest pending one. Returns the one dropped (the
-    /// journal acknowledges it so that a restart does not bring it back). The queue is never over capacity
-    /// before (see `init(capacity:replayed:)`), so one drop is enough: no array to make per load in a flood.
-    mutating func enqueue(_ notification: DisplayNotification) -> DisplayNotification? {
+    /// Queues one notification; at capacity, drops the oldest pending one. Returns whether it dropped one. The
+    /// journal writes nothing for the drop (see `NotificationJournal`: a replay keeps the newest `capacity`). The
+    /// queue is never over capacity before (see `init(capacity:replayed:)`), so one drop is enough.
+    mutating func enqueue(_ notification: DisplayNotification) -> Bool {
         pending.append(notification)
         counters.queued += 1
-        guard liveCount > capacity, let oldest = pending.popFirst() else { return nil }
+        guard liveCount > capacity, let oldest = pending.popFirst() else { return false }
         // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
         // batch for good (nothing would ever send it again to clear it).
         if !suspects.isEmpty { suspects.remove(oldest.id) }
         counters.droppedOverflow += 1
-        return oldest
+        return true
     }
 
     /// Takes up to `max` pending notifications to send, oldest first, all of one property (a Delivery request

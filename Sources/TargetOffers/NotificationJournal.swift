@@ -7,10 +7,17 @@ import StateFiles
 /// box's clock stamped it); a display of a cached offer is shorter, `{"a":S,"i":<the item without the offer's
 /// members>}`, after the offer's members were written once in the file as `{"def":S,"fragment":{…}}` (S the
 /// offer's `notificationDefinition`): a flood of loads writes about 90 bytes a load instead of 240 and more.
-/// `{"ack":["id",…]}` when notifications leave (confirmed, or dropped at capacity). Lines are gathered in
-/// memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`, and the whole file
-/// is rewritten atomically (whole `add` lines) when its history outgrows what is live. `replay(path:)` reads
-/// it back at start.
+/// `{"ack":["id",…]}` when notifications leave (confirmed by Target, refused, or dropped on opting out). Lines
+/// are gathered in memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`, and
+/// the whole file is rewritten atomically (whole `add` lines) when its history outgrows what is live.
+/// `replay(path:)` reads it back at start.
+///
+/// A notification dropped at capacity writes nothing: in a flood every load drops one, and its ack was a
+/// third of the bytes a load wrote (and the one read of an object made 10,000 loads earlier). The replay keeps
+/// the newest `capacity` unconfirmed, which is what the queue held, give or take a batch: after a crash in a
+/// flood, the oldest in flight may be given up for as many newer ones the queue had dropped. What would bring
+/// back more, a file still holding drops once the queue has room again, is rewritten: `holdsDrops` makes
+/// `NotificationQueue` compact it when the queue is down to half its capacity, and truncate it when idle.
 ///
 /// Not thread-safe: `NotificationQueue` holds it under its lock, beside the `NotificationBook`.
 struct NotificationJournal: Sendable {
@@ -20,6 +27,9 @@ struct NotificationJournal: Sendable {
     private var dirty = false
     /// Lines in the file, for deciding when to compact.
     private var lines = 0
+    /// Notifications dropped at capacity whose lines are in the file (or gathered for it) unacknowledged: a
+    /// replay could bring them back while the queue has room.
+    private var unacknowledgedDrops = 0
     /// Lines gathered for the next `write(2)`.
     private var unwritten: [UInt8] = []
     private var unwrittenLines = 0
@@ -34,6 +44,8 @@ struct NotificationJournal: Sendable {
     private struct Compaction: Sendable {
         var written: [UInt8] = []
         var lines = 0
+        /// `unacknowledgedDrops` when it began: the replacement holds none of those.
+        var dropsBefore = 0
         /// The file was truncated meanwhile (everything left): the replacement is stale.
         var abandoned = false
     }
@@ -86,6 +98,14 @@ struct NotificationJournal: Sendable {
         }
         append { bytes in notification.withShortJournalLine { bytes.append(contentsOf: $0) } }
     }
+
+    /// Notes that the queue dropped a notification at capacity (its line stays in the file, unacknowledged).
+    mutating func noteDroppedAtCapacity() {
+        unacknowledgedDrops += 1
+    }
+
+    /// Whether the file holds notifications dropped at capacity, unacknowledged.
+    var holdsDrops: Bool { unacknowledgedDrops > 0 }
 
     /// The file no longer holds (or will not hold) the `def` lines written so far: the next display of each
     /// offer defines it again.
@@ -180,7 +200,7 @@ struct NotificationJournal: Sendable {
     mutating func beginCompaction() -> Bool {
         guard file != nil, compaction == nil else { return false }
         commit()
-        compaction = Compaction()
+        compaction = Compaction(dropsBefore: unacknowledgedDrops)
         // The replacement begins with whole lines: a display journaled from now on defines its offer again,
         // in the old file and so in what is carried into the replacement.
         forgetDefinitions()
@@ -230,15 +250,17 @@ struct NotificationJournal: Sendable {
         old.close()
         file = replacement.file
         lines = liveCount + began.lines
+        unacknowledgedDrops -= began.dropsBefore
         // The lines written meanwhile reached the replacement without an fsync: the next `fileToSync()`
         // makes them durable.
         dirty = true
         return true
     }
 
-    /// With nothing live, a long history is dead weight: start the file afresh.
+    /// With nothing live, a long history (or one holding drops a replay would bring back) is dead weight: start
+    /// the file afresh.
     mutating func truncateIfLong() {
-        guard lines > 1000 else { return }
+        guard lines > 1000 || holdsDrops else { return }
         truncate()
     }
 
@@ -249,6 +271,7 @@ struct NotificationJournal: Sendable {
         compaction?.abandoned = true
         if (try? file.truncate()) != nil {
             lines = 0
+            unacknowledgedDrops = 0
             dirty = true
         }
         forgetDefinitions()

@@ -77,9 +77,7 @@ public final class NotificationQueue: Sendable {
     public func enqueue(_ notification: DisplayNotification) {
         state.withLock { state in
             state.journal.add(notification)
-            if let dropped = state.book.enqueue(notification) {
-                state.journal.acknowledge(CollectionOfOne(dropped))
-            }
+            if state.book.enqueue(notification) { state.journal.noteDroppedAtCapacity() }
         }
     }
 
@@ -172,13 +170,17 @@ public final class NotificationQueue: Sendable {
 
     /// Rewrites the journal with only what is still queued once its history outgrows that several times
     /// over (Target unreachable, or displays outpacing sends, while overflow drops and acks pile up),
-    /// so the file and the next start's replay stay proportional to the queue, not to the box's uptime.
+    /// so the file and the next start's replay stay proportional to the queue, not to the box's uptime;
+    /// and once the queue is down to half its capacity with drops at capacity still in the file (a flood
+    /// over), so that a replay cannot bring those back.
     /// Called from the sender's loop, not the I/O thread. The rewrite's slow part (writing what is live
     /// and the fsync, milliseconds on a box's flash) runs without the queue's lock, so a load arriving
     /// meanwhile does not wait for the disk; what is journaled meanwhile is carried into the new file.
     public func compactJournalIfLarge() {
         let begun = state.withLock { state -> (live: [DisplayNotification], path: String)? in
-            guard state.journal.isLarge(live: state.book.liveCount), let path = state.journal.path,
+            let live = state.book.liveCount
+            guard state.journal.isLarge(live: live) || state.journal.holdsDrops && live <= state.book.capacity / 2,
+                let path = state.journal.path,
                 state.journal.beginCompaction()
             else { return nil }
             return (state.book.live, path)
