@@ -10,15 +10,16 @@ extension TargetService {
         var lastSync = clock.now()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(200))
-            // A preview ends on time (within a turn) even when no request is made.
-            endPreviewIfExpired()
+            await probeIfDue()
             // Back to back while a full batch (or an old one) waits: the queue drains as fast as Target
             // answers instead of one batch per turn, so a burst of loads is not dropped at capacity.
             // A batch Target answered without confirming anything waits for the next turn.
-            await probeIfDue()
             // While Target is down the notifications wait: sending them would only grow their backoff. Unless
             // the box is opted in, they are held (bounded by the queue's capacity).
             while !Task.isCancelled, circuit?.state.isDown != true, privacy.allowsSending {
+                // Between batches too: loads arriving faster than Target confirms keep a batch due for as long
+                // as they last, and the journal would then grow unbounded and go unsynced.
+                keepUp(lastSync: &lastSync)
                 let configuration = self.configuration
                 guard
                     notifications.isDue(
@@ -27,13 +28,20 @@ extension TargetService {
                     ), await sendNotificationBatch()
                 else { break }
             }
-            notifications.compactJournalIfLarge()
-            if clock.now() - lastSync >= .seconds(1) {
-                notifications.syncJournal()
-                lastSync = clock.now()
-            }
+            keepUp(lastSync: &lastSync)
         }
         notifications.syncJournal()
+    }
+
+    /// The sender's turn's housekeeping: a preview ends on time (even when no request is made), the journal is
+    /// compacted once it outgrows what is queued, and fsynced once a second.
+    private func keepUp(lastSync: inout MonotonicInstant) {
+        endPreviewIfExpired()
+        notifications.compactJournalIfLarge()
+        if clock.now() - lastSync >= .seconds(1) {
+            notifications.syncJournal()
+            lastSync = clock.now()
+        }
     }
 
     /// Sends what is queued now, batch by batch, until the queue is empty or a batch settles nothing

@@ -497,3 +497,45 @@ def test_the_notification_journal_stays_bounded_while_target_is_down(setup):
         with open(os.path.join(setup.state, "target-notifications.journal"), "rb") as handle:
             return handle.read().count(b"\n") <= 1000 + 2 * capacity
     wait_until("the journal to be compacted", compacted, timeout=60)
+
+
+def test_the_journal_is_compacted_while_loads_outpace_target(setup):
+    """Loads arriving faster than Target confirms keep a batch due for as long as they last: the sender
+    compacts the journal (and fsyncs it) between its batches, not only once it has caught up. It did not:
+    a flood with Target answering grew the journal without bound (114 MB in 2 s in tools/bench)."""
+    capacity = 100
+    setup.start(notificationQueueCapacity=capacity, notificationBatchSize=1)
+    assert ok(request(setup.agent.app, "prefetch", {"mboxes": [{"name": "logo"}]}))["success"]
+    # Each Delivery request takes 20 ms: the sender confirms at most 50 displays a second, far fewer than
+    # the loads below make, so a batch is due from the first load to the last.
+    setup.sim.call("POST", "/_sim/faults", {"path": DELIVERY, "latencyMs": 20})
+    journal = os.path.join(setup.state, "target-notifications.journal")
+
+    def journal_lines():
+        with open(journal, "rb") as handle:
+            return handle.read().count(b"\n")
+
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(setup.agent.app)
+    body = {"v": 1, "cmd": "loadRequests", "args": {"requests": [{"name": "logo", "defaultContent": "d"}]}}
+    loads, window, sent, cached = 40000, 200, 0, 0
+    lines = []  # the journal's length every 500 loads of the flood's second half
+    try:
+        while cached < loads:
+            while sent < loads and sent - cached < window:
+                dealer.send_multipart([b"", json.dumps({**body, "id": str(sent)}).encode()])
+                sent += 1
+            assert dealer.poll(30000), "no reply within 30 s"
+            reply = json.loads(dealer.recv_multipart()[-1])
+            assert ok(reply)["contents"][0]["source"] == "cache"
+            cached += 1
+            if cached > loads // 2 and cached % 500 == 0:
+                lines.append(journal_lines())
+    finally:
+        dealer.close()
+    # The flood outran the sender from start to end: most of it was dropped at capacity.
+    assert setup.admin("notifications.status")["droppedOverflow"] >= loads // 2
+    # Uncompacted, the journal only grows while the flood lasts (an add line a load); compacted once over
+    # 1,000 lines (the queue is 100) between batches, it shrinks again and again.
+    assert any(later < earlier for earlier, later in zip(lines, lines[1:])), f"never compacted: {lines}"
