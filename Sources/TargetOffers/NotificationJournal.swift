@@ -9,7 +9,9 @@ import StateFiles
 /// offer's `notificationDefinition`): a flood of loads writes about 90 bytes a load instead of 240 and more.
 /// `{"ack":["id",…]}` when notifications leave (confirmed by Target, refused, or dropped on opting out). Lines
 /// are gathered in memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`, and
-/// the whole file is rewritten atomically (whole `add` lines) when its history outgrows what is live.
+/// the whole file is rewritten atomically (the same lines, each offer defined once) when its history outgrows
+/// what is live: in a flood that is every 30,000 loads at the default capacity, and a rewrite in whole lines
+/// wrote as much again as the loads' own lines.
 /// `replay(path:)` reads it back at start.
 ///
 /// A notification dropped at capacity writes nothing: in a flood every load drops one, and its ack was a
@@ -35,11 +37,45 @@ struct NotificationJournal: Sendable {
     private var unwrittenLines = 0
     /// A compaction under way: what was written to the file since it began, for its replacement's tail.
     private var compaction: Compaction?
-    /// The offers whose `def` line is in the file (or gathered for it), and the last one looked up: a flood of
-    /// loads of one offer checks one integer, not a set.
-    private var defined = Set<Int>()
-    private var lastDefined = 0
+    /// The offers whose `def` line is in the file (or gathered for it).
+    private var definitions = Definitions()
     private let logger: Logger
+
+    /// The offers whose `def` line a file holds, and the last one looked up: a flood of loads of one offer checks
+    /// one integer, not a set.
+    struct Definitions: Sendable {
+        private var defined = Set<Int>()
+        private var last = 0
+
+        /// Appends `notification`'s line to `bytes`: a display of a cached offer gets the short line, after its
+        /// offer's `def` line when the file has none yet; any other notification its whole line. Returns how
+        /// many lines it appended.
+        mutating func appendLine(of notification: DisplayNotification, to bytes: inout [UInt8]) -> Int {
+            let definition = notification.definition
+            guard definition != 0 else {
+                notification.appendWholeJournalLine(to: &bytes)
+                return 1
+            }
+            var lines = 1
+            if definition != last {
+                if defined.insert(definition).inserted {
+                    notification.appendDefinitionLine(to: &bytes)
+                    lines += 1
+                }
+                last = definition
+            }
+            notification.withShortJournalLine { bytes.append(contentsOf: $0) }
+            return lines
+        }
+
+        /// Lines holding `live`, each offer defined once: what a rewritten file starts with.
+        static func lines(of live: [DisplayNotification]) -> [UInt8] {
+            var definitions = Definitions()
+            var bytes: [UInt8] = []
+            for notification in live { _ = definitions.appendLine(of: notification, to: &bytes) }
+            return bytes
+        }
+    }
 
     private struct Compaction: Sendable {
         var written: [UInt8] = []
@@ -57,7 +93,7 @@ struct NotificationJournal: Sendable {
         self.logger = logger
         guard let path else { return }
         do {
-            try StateFile.atomicWrite(live.flatMap(Self.addLine), to: path, mode: 0o600)
+            try StateFile.atomicWrite(Definitions.lines(of: live), to: path, mode: 0o600)
         } catch {
             logger.error("cannot rewrite the notification journal", metadata: ["error": "\(error)"])
         }
@@ -74,29 +110,12 @@ struct NotificationJournal: Sendable {
 
     // MARK: Lines
 
-    private static func addLine(_ notification: DisplayNotification) -> [UInt8] {
-        var line: [UInt8] = []
-        notification.appendWholeJournalLine(to: &line)
-        return line
-    }
-
     /// Records a queued notification: its line goes straight into the unwritten bytes, with no line of
     /// its own to allocate (this runs on the I/O thread for every cache hit). A display of a cached offer
     /// gets the short line, after its offer's `def` line when the file has none yet.
     mutating func add(_ notification: DisplayNotification) {
         guard file != nil else { return }
-        let definition = notification.definition
-        guard definition != 0 else {
-            append { notification.appendWholeJournalLine(to: &$0) }
-            return
-        }
-        if definition != lastDefined {
-            if defined.insert(definition).inserted {
-                append { notification.appendDefinitionLine(to: &$0) }
-            }
-            lastDefined = definition
-        }
-        append { bytes in notification.withShortJournalLine { bytes.append(contentsOf: $0) } }
+        gathered(lines: definitions.appendLine(of: notification, to: &unwritten))
     }
 
     /// Notes that the queue dropped a notification at capacity (its line stays in the file, unacknowledged).
@@ -110,8 +129,7 @@ struct NotificationJournal: Sendable {
     /// The file no longer holds (or will not hold) the `def` lines written so far: the next display of each
     /// offer defines it again.
     private mutating func forgetDefinitions() {
-        defined.removeAll()
-        lastDefined = 0
+        definitions = Definitions()
     }
 
     /// Records notifications that left the queue: `{"ack":["id",…]}`, their ids written straight into the
@@ -150,7 +168,12 @@ struct NotificationJournal: Sendable {
     private mutating func append(writing write: (inout [UInt8]) -> Void) {
         guard file != nil else { return }
         write(&unwritten)
-        unwrittenLines += 1
+        gathered(lines: 1)
+    }
+
+    /// Counts `lines` just gathered into the unwritten bytes, and writes them at once past 64 KiB.
+    private mutating func gathered(lines: Int) {
+        unwrittenLines += lines
         if unwritten.count >= 1 << 16 { commit() }
     }
 
@@ -201,8 +224,8 @@ struct NotificationJournal: Sendable {
         guard file != nil, compaction == nil else { return false }
         commit()
         compaction = Compaction(dropsBefore: unacknowledgedDrops)
-        // The replacement begins with whole lines: a display journaled from now on defines its offer again,
-        // in the old file and so in what is carried into the replacement.
+        // The replacement defines only the offers of what is live then: a display journaled from now on defines
+        // its offer again, in the old file and so in what is carried into the replacement.
         forgetDefinitions()
         return true
     }
@@ -214,7 +237,7 @@ struct NotificationJournal: Sendable {
         logger: Logger
     ) -> FileSystem.Replacement? {
         do throws(SystemCallError) {
-            return try FileSystem.Replacement(live.flatMap(Self.addLine), for: path, mode: 0o600)
+            return try FileSystem.Replacement(Definitions.lines(of: live), for: path, mode: 0o600)
         } catch {
             logger.error("cannot compact the notification journal", metadata: ["error": "\(error)"])
             return nil

@@ -373,7 +373,7 @@ func onDeviceService(
             #expect(before >= 3000)  // an add per display (a drop at capacity writes nothing)
             queue.compactJournalIfLarge()
             let after = try lines()
-            #expect(after == 100)
+            #expect(after == 200)  // each display of its own offer: the offer's def line and the display's
             // One confirmed makes room: "after" drops nothing, so the queue is exactly what the file holds.
             let confirmed = inFlight[0]
             queue.complete([confirmed], acknowledged: [confirmed.id])
@@ -415,11 +415,37 @@ func onDeviceService(
             journal.commit()
             journal.close()
             let contents = try String(contentsOfFile: path, encoding: .utf8)
-            // Two live adds, "new" (its offer's def line and its own), the ack, "after" (the same).
-            #expect(contents.split(separator: "\n").count == 7)
+            // The two live (each its offer's def line and its own), "new" (the same), the ack, "after" (the same).
+            #expect(contents.split(separator: "\n").count == 9)
+            #expect(!contents.contains("\"add\""))  // a rewrite writes short lines too
             #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["old9", "new", "after"])
             let left = try FileManager.default.contentsOfDirectory(atPath: folder)
             #expect(left == ["target-notifications.journal"])  // no replacement left behind
+        }
+    }
+
+    /// A rewrite writes each offer's `def` line once and a short line per display, as the loads did: in a flood
+    /// it rewrites the queue every 30,000 loads, and in whole lines it wrote as much as the loads themselves.
+    @Test func aRewriteDefinesEachOfferOnce() throws {
+        try inJournalFolder { _, path in
+            let shelf = offer("shelf")
+            let displays = (0..<5).map { index in
+                DisplayNotification.display(
+                    of: shelf,
+                    targeting: MboxTargeting(),
+                    profileParameters: [],
+                    timestampMs: 1_800_000_000_000 + Int64(index)
+                )
+            }
+            var journal = NotificationJournal(path: path, live: [], logger: logger)
+            let began = journal.beginCompaction()
+            let replacement = NotificationJournal.prepareReplacement(keeping: displays, path: path, logger: logger)
+            let replaced = journal.finishCompaction(replacement, liveCount: displays.count)
+            journal.close()
+            #expect(began && replaced)
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+            #expect(lines.count == 6 && lines[0].hasPrefix("{\"def\":"))
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.id) == displays.map(\.id))
         }
     }
 
