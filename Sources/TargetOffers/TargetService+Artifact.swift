@@ -77,11 +77,7 @@ extension TargetService {
         let privacy = self.privacy
         guard privacy.allowsSending else {
             let reason = privacy.notSentReason
-            let first = artifactBox.withLock { box in
-                defer { box.status.skipped = reason }
-                return box.status.skipped != reason
-            }
-            if first {
+            if Self.noteSkipped(reason, in: artifactBox, at: \.status.skipped) {
                 logger.info(
                     "rules artifact not fetched: nothing is sent to Target until it is optedIn; the rules held are kept",
                     metadata: [

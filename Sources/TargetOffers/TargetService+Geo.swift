@@ -102,11 +102,7 @@ extension TargetService {
         let privacy = self.privacy
         guard privacy.allowsSending else {
             let reason = privacy.notSentReason
-            let first = geoBox.withLock { box in
-                defer { box.status.skipped = reason }
-                return box.status.skipped != reason
-            }
-            if first {
+            if Self.noteSkipped(reason, in: geoBox, at: \.status.skipped) {
                 logger.info(
                     "box location not looked up: nothing is sent to Target until it is optedIn",
                     metadata: [

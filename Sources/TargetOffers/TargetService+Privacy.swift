@@ -1,5 +1,6 @@
 import Logging
 import PreflightProtocol
+import Synchronization
 
 extension TargetService {
     // MARK: privacy
@@ -87,5 +88,20 @@ extension TargetService {
     func forgetOffersKeptForApps() {
         loadedClicks.withLock { $0.removeAll() }
         deferredDisplays.withLock { $0.removeAll() }
+    }
+}
+
+extension TargetService {
+    /// Records in a poller's status why it sent nothing (`skipped`, what `status` shows); true when the reason is
+    /// new, for the poller to log it once rather than on every turn.
+    static func noteSkipped<Held>(
+        _ reason: String,
+        in held: borrowing Mutex<Held>,
+        at skipped: any WritableKeyPath<Held, String?> & Sendable
+    ) -> Bool {
+        held.withLock { held in
+            defer { held[keyPath: skipped] = reason }
+            return held[keyPath: skipped] != reason
+        }
     }
 }
