@@ -42,7 +42,14 @@ public final class NotificationQueue: Sendable {
     private struct State: Sendable {
         var book: NotificationBook
         var journal: NotificationJournal
+        /// Compactions failed in a row (a full disk, an unwritable state directory), and when to try the next.
+        var compactionFailures = 0
+        var compactionRetryAt: MonotonicInstant?
     }
+
+    /// The wait before compacting again after a compaction failed: the sender asks after every batch, and a
+    /// full disk would otherwise be written to (and logged) that often. 5 s doubling, at most 5 minutes.
+    static let compactionBackoff = Backoff(base: .seconds(5), doublings: 6, cap: .seconds(300))
 
     private let state: Mutex<State>
     private let clock: any AgentClock
@@ -177,7 +184,9 @@ public final class NotificationQueue: Sendable {
     /// and the fsync, milliseconds on a box's flash) runs without the queue's lock, so a load arriving
     /// meanwhile does not wait for the disk; what is journaled meanwhile is carried into the new file.
     public func compactJournalIfLarge() {
+        let now = clock.now()
         let begun = state.withLock { state -> (live: [DisplayNotification], path: String)? in
+            if let retryAt = state.compactionRetryAt, now < retryAt { return nil }
             let live = state.book.liveCount
             guard state.journal.isLarge(live: live) || state.journal.holdsDrops && live <= state.book.capacity / 2,
                 let path = state.journal.path,
@@ -187,7 +196,13 @@ public final class NotificationQueue: Sendable {
         }
         guard let begun else { return }
         let replacement = NotificationJournal.prepareReplacement(keeping: begun.live, path: begun.path, logger: logger)
-        let replaced = state.withLock { $0.journal.finishCompaction(replacement, liveCount: begun.live.count) }
+        let replaced = state.withLock { state in
+            let replaced = state.journal.finishCompaction(replacement, liveCount: begun.live.count)
+            state.compactionFailures = replaced ? 0 : state.compactionFailures + 1
+            state.compactionRetryAt =
+                replaced ? nil : now + Self.compactionBackoff.delay(attempt: state.compactionFailures)
+            return replaced
+        }
         if replaced { FileSystem.syncDirectory(of: begun.path) }
     }
 }

@@ -389,6 +389,33 @@ func onDeviceService(
         }
     }
 
+    /// A compaction that failed (here: a directory where its temporary file goes, as a full disk would fail it) is
+    /// not tried again at once: the sender asks after every batch, and the disk would be written to and the
+    /// failure logged that often. The next try comes after `compactionBackoff`.
+    @Test func aFailedCompactionWaitsItsBackoffBeforeTheNext() throws {
+        try inJournalFolder { _, path in
+            let clock = manualClock()
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: clock, logger: logger)
+            for index in 0..<600 { queue.enqueue(notification("m\(index)")) }
+            queue.commitJournal()
+            func lines() throws -> Int {
+                try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count
+            }
+            let full = try lines()
+            #expect(full == 1200)  // each display of its own offer: its def line and its own
+            let blocker = "\(path).tmp-\(getpid())"
+            try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+            queue.compactJournalIfLarge()
+            try FileManager.default.removeItem(atPath: blocker)
+            #expect(try lines() == full)
+            queue.compactJournalIfLarge()  // held back, though it would succeed now
+            #expect(try lines() == full)
+            clock.advance(by: NotificationQueue.compactionBackoff.delay(attempt: 1))
+            queue.compactJournalIfLarge()
+            #expect(try lines() == 200)
+        }
+    }
+
     /// The compaction's rewrite runs without the queue's lock (its fsync would hold up loads): what is journaled
     /// meanwhile, adds and acks, reaches the new file, and a restart restores the same queue.
     @Test func whatIsJournaledWhileACompactionWritesIsCarriedIntoTheNewFile() throws {
