@@ -29,6 +29,12 @@ struct NotificationJournal: Sendable {
     private var dirty = false
     /// Lines in the file, for deciding when to compact.
     private var lines = 0
+    /// Commits that failed since the file last held everything live: their lines are lost, so until a rewrite
+    /// (which `isLarge` asks for) a restart would not bring back what they recorded.
+    private var failedWrites = 0
+    /// Commits failed in a row, up to the last one: a failing disk is logged once, and again when it takes
+    /// writes again.
+    private var failingInARow = 0
     /// Notifications dropped at capacity whose lines are in the file (or gathered for it) unacknowledged: a
     /// replay could bring them back while the queue has room.
     private var unacknowledgedDrops = 0
@@ -80,8 +86,10 @@ struct NotificationJournal: Sendable {
     private struct Compaction: Sendable {
         var written: [UInt8] = []
         var lines = 0
-        /// `unacknowledgedDrops` when it began: the replacement holds none of those.
+        /// `unacknowledgedDrops` and `failedWrites` when it began: the replacement holds none of those drops and
+        /// everything those writes lost.
         var dropsBefore = 0
+        var failedBefore = 0
         /// The file was truncated meanwhile (everything left): the replacement is stale.
         var abandoned = false
     }
@@ -190,8 +198,24 @@ struct NotificationJournal: Sendable {
                 compaction?.written.append(contentsOf: unwritten)
                 compaction?.lines += unwrittenLines
             }
+            if failingInARow > 0 {
+                logger.notice(
+                    "the notification journal takes writes again; it is rewritten with what is queued",
+                    metadata: ["failedWrites": "\(failingInARow)"]
+                )
+                failingInARow = 0
+            }
         } catch {
-            logger.error("cannot append to the notification journal", metadata: ["errno": "\(error.errno)"])
+            // Once per spell: the I/O thread commits after every batch of loads, and a full disk would fill the
+            // log as fast.
+            if failingInARow == 0 {
+                logger.error(
+                    "cannot append to the notification journal; what is queued meanwhile is not kept across a restart until it can be rewritten",
+                    metadata: ["errno": "\(error.errno)"]
+                )
+            }
+            failingInARow += 1
+            failedWrites += 1
             // The lost lines may hold `def` lines: define again rather than refer to what is not there.
             forgetDefinitions()
         }
@@ -208,9 +232,10 @@ struct NotificationJournal: Sendable {
         return file
     }
 
-    /// Whether the file's history has outgrown `live` entries several times over.
+    /// Whether the file's history has outgrown `live` entries several times over, or lost lines in a failed
+    /// write: either way a rewrite with what is live is due.
     func isLarge(live: Int) -> Bool {
-        file != nil && lines + unwrittenLines > max(1000, 4 * live)
+        file != nil && (lines + unwrittenLines > max(1000, 4 * live) || failedWrites > 0)
     }
 
     /// Compaction rewrites the file atomically with only what is live, in three steps so that the queue's
@@ -223,7 +248,7 @@ struct NotificationJournal: Sendable {
     mutating func beginCompaction() -> Bool {
         guard file != nil, compaction == nil else { return false }
         commit()
-        compaction = Compaction(dropsBefore: unacknowledgedDrops)
+        compaction = Compaction(dropsBefore: unacknowledgedDrops, failedBefore: failedWrites)
         // The replacement defines only the offers of what is live then: a display journaled from now on defines
         // its offer again, in the old file and so in what is carried into the replacement.
         forgetDefinitions()
@@ -274,6 +299,7 @@ struct NotificationJournal: Sendable {
         file = replacement.file
         lines = liveCount + began.lines
         unacknowledgedDrops -= began.dropsBefore
+        failedWrites -= began.failedBefore
         // The lines written meanwhile reached the replacement without an fsync: the next `fileToSync()`
         // makes them durable.
         dirty = true
@@ -295,6 +321,7 @@ struct NotificationJournal: Sendable {
         if (try? file.truncate()) != nil {
             lines = 0
             unacknowledgedDrops = 0
+            failedWrites = 0
             dirty = true
         }
         forgetDefinitions()

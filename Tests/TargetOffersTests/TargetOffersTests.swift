@@ -389,6 +389,38 @@ func onDeviceService(
         }
     }
 
+    /// Writes the disk refused (here: the journal's descriptor pointed at /dev/full, which answers as a full disk
+    /// does) lose their lines, so the journal asks to be rewritten: once it takes writes again, the sender's next
+    /// turn rewrites it with what is queued, and a restart brings back what those writes recorded.
+    @Test func linesLostToAFullDiskAreRewrittenOnceItTakesWritesAgain() throws {
+        try inJournalFolder { _, path in
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            queue.enqueue(notification("before"))
+            queue.commitJournal()
+            let descriptor = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap(Int32.init).first {
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == path
+                }
+            )
+            let kept = dup(descriptor)
+            let full = open("/dev/full", O_WRONLY)
+            #expect(kept >= 0 && full >= 0 && dup2(full, descriptor) == descriptor)
+            for index in 0..<3 {
+                queue.enqueue(notification("lost\(index)"))
+                queue.commitJournal()
+            }
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["before"])
+            #expect(dup2(kept, descriptor) == descriptor)
+            close(kept)
+            close(full)
+            queue.enqueue(notification("after"))
+            queue.commitJournal()
+            queue.compactJournalIfLarge()
+            let replayed = NotificationJournal.replay(path: path, logger: logger).map(\.mboxName)
+            #expect(replayed == ["before", "lost0", "lost1", "lost2", "after"])
+        }
+    }
+
     /// A compaction that failed (here: a directory where its temporary file goes, as a full disk would fail it) is
     /// not tried again at once: the sender asks after every batch, and the disk would be written to and the
     /// failure logged that often. The next try comes after `compactionBackoff`.
