@@ -341,6 +341,8 @@ extension CommandDispatcher {
             "refused": .integer(Int64(queue.counters.refused)),
             "lastRefusal": queue.counters.lastRefusal.map { .string($0) } ?? .null,
             "lastRefusalAtMs": queue.counters.lastRefusalAtMs.map { .integer($0) } ?? .null,
+            "journalWriteFailures": .integer(Int64(queue.counters.journalWriteFailures)),
+            "journalFailing": .bool(queue.counters.journalFailing),
         ]
     }
 

@@ -35,6 +35,10 @@ struct NotificationJournal: Sendable {
     /// Commits failed in a row, up to the last one: a failing disk is logged once, and again when it takes
     /// writes again.
     private var failingInARow = 0
+    /// Commits failed since the start (`notifications.status`).
+    private(set) var writeFailures = 0
+    /// Whether the last commit failed.
+    var isFailing: Bool { failingInARow > 0 }
     /// Notifications dropped at capacity whose lines are in the file (or gathered for it) unacknowledged: a
     /// replay could bring them back while the queue has room.
     private var unacknowledgedDrops = 0
@@ -216,6 +220,7 @@ struct NotificationJournal: Sendable {
             }
             failingInARow += 1
             failedWrites += 1
+            writeFailures += 1
             // The lost lines may hold `def` lines: define again rather than refer to what is not there.
             forgetDefinitions()
         }

@@ -25,6 +25,9 @@ public final class NotificationQueue: Sendable {
         public var droppedOptedOut = 0
         /// Dropped because Target refused them as invalid (a bad token or timestamp), never retried.
         public var refused = 0
+        /// Journal writes the disk refused since the start (a full disk), and whether the last one failed.
+        public var journalWriteFailures = 0
+        public var journalFailing = false
         public var lastError: String?
         public var lastErrorAtMs: Int64?
         /// Target's message when it last refused a notification.
@@ -167,7 +170,12 @@ public final class NotificationQueue: Sendable {
     }
 
     public var summary: Summary {
-        state.withLock { $0.book.summary }
+        state.withLock { state in
+            var summary = state.book.summary
+            summary.counters.journalWriteFailures = state.journal.writeFailures
+            summary.counters.journalFailing = state.journal.isFailing
+            return summary
+        }
     }
 
     /// Lets the next `isDue` ignore the backoff (an operator's `notifications flush`).

@@ -28,7 +28,7 @@ struct NotificationsStatus: AgentCommand {
         if let at = result["lastErrorAtMs"]?.doubleValue, result["lastError"]?.stringValue != nil {
             lastError += " (\(age(sinceEpochMs: at)))"
         }
-        printRows([
+        var rows = [
             ("Queued", number(result["queued"])),
             ("In flight", number(result["inFlight"])),
             ("Oldest queued", result["oldestTimestampMs"]?.doubleValue.map { age(sinceEpochMs: $0) } ?? "-"),
@@ -38,7 +38,13 @@ struct NotificationsStatus: AgentCommand {
             ("Refused", refusal(result)),
             ("Replayed", number(result["replayedFromJournal"])),
             ("Last error", lastError),
-        ])
+        ]
+        // Only when the disk refused a journal write: a full state directory is what a technician must see.
+        if let failures = result["journalWriteFailures"]?.doubleValue, failures > 0 {
+            let now = result["journalFailing"] == .bool(true) ? "failing now" : "writing again"
+            rows.append(("Journal", "\(number(result["journalWriteFailures"])) writes refused by the disk, \(now)"))
+        }
+        printRows(rows)
     }
 }
 

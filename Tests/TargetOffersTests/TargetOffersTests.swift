@@ -410,6 +410,8 @@ func onDeviceService(
                 queue.commitJournal()
             }
             #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["before"])
+            let failing = queue.summary.counters
+            #expect(failing.journalWriteFailures == 3 && failing.journalFailing)
             #expect(dup2(kept, descriptor) == descriptor)
             close(kept)
             close(full)
@@ -418,6 +420,8 @@ func onDeviceService(
             queue.compactJournalIfLarge()
             let replayed = NotificationJournal.replay(path: path, logger: logger).map(\.mboxName)
             #expect(replayed == ["before", "lost0", "lost1", "lost2", "after"])
+            let recovered = queue.summary.counters
+            #expect(recovered.journalWriteFailures == 3 && !recovered.journalFailing)
         }
     }
 
