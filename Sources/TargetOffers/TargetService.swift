@@ -275,16 +275,13 @@ public final class TargetService: Sendable {
         appendingResultTo reply: inout JSONWriter
     ) -> Bool {
         let stamp = time.stampNow(receivedAt: receivedAt)
-        // Looked up by its bytes: a `String` of the name is made only when the cache does not hold it.
+        // Looked up by its bytes in the cache, then among the offers decided on the box (`answer`'s order):
+        // no `String` of the name is made.
         guard
             let answer = cache.hit(name, now: stamp.now).map({ (offer: $0, decided: false) })
-                ?? self.answer(
-                    String(decoding: name, as: UTF8.self),
-                    targeting: MboxTargeting(),
-                    profile: [],
-                    property: nil,
-                    stamp
-                )
+                ?? decidedOffers.offer(name: name, at: stamp.epochMs, inputs: currentDecisionInputs).map({
+                    (offer: $0, decided: true)
+                })
         else {
             return false
         }

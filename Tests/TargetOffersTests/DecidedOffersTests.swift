@@ -52,6 +52,16 @@ import UpstreamHTTP
         return try? JSONReader.read(reply.bytes)
     }
 
+    /// A plain load of `name` as the I/O thread reads it in place (`{"cmd":"loadRequests",…}` with one mbox and
+    /// nothing else): its result when answered there, else nil.
+    private func answeredInPlace(_ target: TargetService, _ name: String) -> JSONValue? {
+        var reply = JSONWriter()
+        let answered = Array(name.utf8).withUnsafeBufferPointer {
+            target.loadPlain($0, receivedAt: .now, appendingResultTo: &reply)
+        }
+        return answered ? try? JSONReader.read(reply.bytes) : nil
+    }
+
     private func loadInTask(_ target: TargetService, _ command: LoadRequestsCommand) async throws -> JSONValue {
         var reply = JSONWriter()
         let pending = try #require(target.loadFromCache(command, appendingResultTo: &reply))
@@ -74,15 +84,16 @@ import UpstreamHTTP
         #expect(element(first)?["source"] == "on-device" && element(first)?["content"] == "<b>logo</b>")
         let again = try #require(answeredAtOnce(target, load("logo")))
         #expect(again == first)
-        // Two displays, each the notification Adobe's engines send for an executed mbox.
+        #expect(answeredInPlace(target, "logo") == first)
+        // Three displays, each the notification Adobe's engines send for an executed mbox.
         let notifications = queued(target)
-        #expect(notifications.count == 2)
+        #expect(notifications.count == 3)
         for notification in notifications {
             #expect(notification["type"] == "display" && notification["tokens"] == ["logo-token"])
             #expect(notification["mbox"] == ["name": "logo"] && notification["impressionId"]?.stringValue != nil)
             #expect(notification["parameters"] == nil && notification["profileParameters"] == nil)
         }
-        #expect(target.counters.onDeviceLoads == 2 && target.counters.misses == 2 && target.counters.hits == 0)
+        #expect(target.counters.onDeviceLoads == 3 && target.counters.misses == 3 && target.counters.hits == 0)
         // The click metric of the decision is remembered for clickedLocation.
         guard case .success = target.clickedLocation(ClickedLocationCommand(name: "logo")) else {
             Issue.record("no click metric remembered")
@@ -94,25 +105,32 @@ import UpstreamHTTP
         let box = try await box()
         let target = box.target
         // A visitor with no id takes the engine's tntId, which is then what allocation reads.
+        // Each time, a plain load read in place is not answered from the decision before either.
+        #expect(answeredInPlace(target, "logo") == nil)
         _ = try await loadInTask(target, load("logo"))
         #expect(target.visitor.current.tntId != nil)
         #expect(answeredAtOnce(target, load("logo")) != nil)
+        #expect(answeredInPlace(target, "logo") != nil)
 
         target.visitor.setThirdPartyId("household-7", saving: false)
+        #expect(answeredInPlace(target, "logo") == nil)
         _ = try await loadInTask(target, load("logo"))
         #expect(answeredAtOnce(target, load("logo")) != nil)
 
         _ = target.clearCache()
+        #expect(answeredInPlace(target, "logo") == nil)
         _ = try await loadInTask(target, load("logo"))
         #expect(answeredAtOnce(target, load("logo")) != nil)
 
         #expect(await target.fetchArtifact() == .updated)
+        #expect(answeredInPlace(target, "logo") == nil)
         _ = try await loadInTask(target, load("logo"))
 
         var serverSide = target.configuration
         serverSide.decisioningMethod = .serverSide
         target.update(configuration: serverSide)
         #expect(answeredAtOnce(target, load("logo")) == nil)
+        #expect(answeredInPlace(target, "logo") == nil)
     }
 
     @Test func aDecisionHoldsOnlyWhileTheRulesDecideTheSame() async throws {
@@ -122,8 +140,10 @@ import UpstreamHTTP
         let during = try await loadInTask(target, load("hero"))
         #expect(element(during)?["content"] == "sale")
         #expect(answeredAtOnce(target, load("hero")) == during)
+        #expect(answeredInPlace(target, "hero") == during)
         // Past the activity's end: decided again, to the default.
         box.clock.advance(by: .seconds(2))
+        #expect(answeredInPlace(target, "hero") == nil)
         let after = try await loadInTask(target, load("hero"))
         #expect(element(after)?["source"] == "default")
     }
@@ -173,5 +193,50 @@ import UpstreamHTTP
         // Outside its span, or under other inputs, it does not answer.
         #expect(kept.offer(for: key(10), at: 10, inputs: inputs) == nil)
         #expect(kept.offer(for: key(10), at: 5, inputs: DecidedOffers.Inputs(service: 1, identity: 0)) == nil)
+    }
+
+    /// Loads of a name alone are kept by the name's bytes (a plain load looks them up in place), the others by
+    /// their whole key; one bound and one age order over both.
+    @Test func namesAloneAndWholeKeysShareTheBoundAndTheOrder() {
+        let kept = DecidedOffers()
+        let inputs = DecidedOffers.Inputs(service: 0, identity: 0)
+        func key(_ index: Int) -> DecidedOffers.Key {
+            // Even: the name alone; odd: the same name with a parameter.
+            DecidedOffers.Key(
+                name: "mbox-\(index / 2)",
+                targeting: MboxTargeting(mboxParameters: index % 2 == 0 ? [] : [Parameter("n", "\(index)")]),
+                profile: [],
+                property: nil
+            )
+        }
+        func offer(_ index: Int) -> CachedOffer {
+            CachedOffer(
+                name: "mbox-\(index / 2)",
+                options: [OfferOption(type: "html", content: .string("offer \(index)"), eventToken: "t")],
+                state: nil,
+                now: .now,
+                epochMs: 0,
+                decidedOnDevice: true
+            )
+        }
+        func byBytes(_ name: String, at epochMs: Int64 = 5, inputs: DecidedOffers.Inputs = inputs) -> CachedOffer? {
+            Array(name.utf8).withUnsafeBufferPointer { kept.offer(name: $0, at: epochMs, inputs: inputs) }
+        }
+        for index in 0..<(DecidedOffers.capacity + 10) {
+            kept.keep(offer(index), for: key(index), span: 0..<10, inputs: inputs)
+        }
+        #expect(kept.count == DecidedOffers.capacity)
+        // The ten oldest went, of both kinds.
+        #expect(byBytes("mbox-4") == nil)
+        #expect(kept.offer(for: key(9), at: 5, inputs: inputs) == nil)
+        // A name alone answers by its bytes and by its key, with its own offer, not its parameterized twin's.
+        #expect(byBytes("mbox-5")?.content == "offer 10")
+        #expect(kept.offer(for: key(10), at: 5, inputs: inputs)?.content == "offer 10")
+        #expect(kept.offer(for: key(11), at: 5, inputs: inputs)?.content == "offer 11")
+        // Outside its span, or under other inputs, a name alone does not answer either.
+        #expect(byBytes("mbox-5", at: 10) == nil)
+        #expect(byBytes("mbox-5", inputs: DecidedOffers.Inputs(service: 1, identity: 0)) == nil)
+        kept.removeAll()
+        #expect(kept.count == 0 && byBytes("mbox-200") == nil)
     }
 }
