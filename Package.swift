@@ -229,6 +229,13 @@ let package = Package(
             path: "Examples/WatchEvents",
             swiftSettings: strictSettings
         ),
+        // What several test targets share: a recording log handler, `eventually`. Built only for the tests.
+        .target(
+            name: "TestSupport",
+            dependencies: ["PreflightCore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport",
+            swiftSettings: testSettings
+        ),
         .testTarget(
             name: "ZeroMQTests",
             dependencies: ["ZeroMQ"],
@@ -263,13 +270,14 @@ let package = Package(
             name: "TargetOffersTests",
             dependencies: [
                 "TargetOffers", "PreflightCore", "PreflightProtocol", "StateFiles", "TargetDecisioning", "UpstreamHTTP",
+                "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "PassEntitlementTests",
             dependencies: [
-                "PassEntitlement", "PreflightCore", "PreflightProtocol", "StateFiles", "UpstreamHTTP",
+                "PassEntitlement", "PreflightCore", "PreflightProtocol", "StateFiles", "TestSupport", "UpstreamHTTP",
                 "UpstreamHTTPClient",
                 .product(name: "Logging", package: "swift-log"),
             ],

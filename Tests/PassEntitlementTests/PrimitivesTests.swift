@@ -2,6 +2,7 @@ import Foundation
 import PreflightCore
 import PreflightProtocol
 import StateFiles
+import TestSupport
 import Testing
 
 @testable import PassEntitlement

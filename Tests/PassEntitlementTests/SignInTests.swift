@@ -1,5 +1,6 @@
 import Foundation
 import PreflightProtocol
+import TestSupport
 import Testing
 
 @testable import PassEntitlement

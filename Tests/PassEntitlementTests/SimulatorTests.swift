@@ -1,6 +1,7 @@
 import Foundation
 import PreflightProtocol
 import StateFiles
+import TestSupport
 import Testing
 import UpstreamHTTP
 import UpstreamHTTPClient

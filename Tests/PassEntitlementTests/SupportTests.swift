@@ -1,4 +1,5 @@
 import PreflightCore
+import TestSupport
 import Testing
 
 // `eventually`, which every wait of these tests goes through, on a time source the test moves.

@@ -1,4 +1,5 @@
 import PreflightProtocol
+import TestSupport
 import Testing
 import UpstreamHTTP
 

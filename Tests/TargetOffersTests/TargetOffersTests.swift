@@ -4,6 +4,7 @@ import PreflightCore
 import PreflightProtocol
 import StateFiles
 import Synchronization
+import TestSupport
 import Testing
 import UpstreamHTTP
 
@@ -394,7 +395,8 @@ func onDeviceService(
     /// turn rewrites it with what is queued, and a restart brings back what those writes recorded.
     @Test func linesLostToAFullDiskAreRewrittenOnceItTakesWritesAgain() throws {
         try inJournalFolder { _, path in
-            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            let log = LogRecorder()
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: log.logger)
             queue.enqueue(notification("before"))
             queue.commitJournal()
             let descriptor = try #require(
@@ -412,6 +414,8 @@ func onDeviceService(
             #expect(NotificationJournal.replay(path: path, logger: logger).map(\.mboxName) == ["before"])
             let failing = queue.summary.counters
             #expect(failing.journalWriteFailures == 3 && failing.journalFailing)
+            // One error for the spell, not one per batch: the I/O thread commits after each.
+            #expect(log.all.filter { $0.hasPrefix("error cannot append to the notification journal") }.count == 1)
             #expect(dup2(kept, descriptor) == descriptor)
             close(kept)
             close(full)
@@ -422,6 +426,8 @@ func onDeviceService(
             #expect(replayed == ["before", "lost0", "lost1", "lost2", "after"])
             let recovered = queue.summary.counters
             #expect(recovered.journalWriteFailures == 3 && !recovered.journalFailing)
+            let ends = log.all.filter { $0.hasPrefix("notice the notification journal takes writes again") }
+            #expect(ends.count == 1 && ends.first?.hasSuffix("failedWrites=3") == true)
         }
     }
 

@@ -3,6 +3,7 @@ import Logging
 import PreflightCore
 import PreflightProtocol
 import Synchronization
+import TestSupport
 import UpstreamHTTP
 
 @testable import PassEntitlement
@@ -262,78 +263,6 @@ final class EventRecorder: Sendable {
         all.filter { $0.topic == topic }.map(\.body)
     }
 }
-
-/// Log lines (message and metadata) at every level.
-final class LogRecorder: Sendable {
-    private let lines = Mutex<[String]>([])
-
-    var logger: Logger {
-        var logger = Logger(label: "pass-test") { _ in RecordingLogHandler(recorder: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    var all: [String] { lines.withLock { $0 } }
-
-    func append(_ line: String) {
-        lines.withLock { $0.append(line) }
-    }
-}
-
-struct RecordingLogHandler: LogHandler {
-    let recorder: LogRecorder
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var line = "\(event.level) \(event.message)"
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        for key in merged.keys.sorted() {
-            line += " \(key)=\(merged[key]!)"
-        }
-        if let error = event.error { line += " error=\(error)" }
-        recorder.append(line)
-    }
-}
-
-/// Waits for a condition, polling every 2 ms, for up to `limit` of time in which this process ran; true
-/// when it held.
-///
-/// The limit catches a hang in the code under test, so time in which that code could not run does not
-/// spend it. In a whole `swift test` run every test shares one cooperative pool (a thread per core), and
-/// on a loaded machine other tests' blocking calls (a subprocess, a socket) and CPU-bound work hold all of
-/// it for tens of seconds: then neither this poller nor the tasks it waits for run, and a wall-clock
-/// deadline ran out after three polls while the background loop under test had not been scheduled. A
-/// gap between two polls therefore counts for at most `longestCreditedGap`; polls at their usual pace
-/// count in full, so a condition that never holds still fails after `limit`. `limit * 6` of wall time
-/// ends the wait in any case. `now` is for the tests of this function.
-func eventually(
-    within limit: Duration = .seconds(20),
-    now: () -> MonotonicInstant = { MonotonicInstant.now },
-    _ condition: () async -> Bool
-) async -> Bool {
-    let start = now()
-    let ceiling = start + limit * 6
-    var credited = Duration.zero
-    var last = start
-    while true {
-        if await condition() { return true }
-        let current = now()
-        credited += min(current - last, longestCreditedGap)
-        last = current
-        if credited >= limit || current >= ceiling { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-}
-
-/// The most a gap between two polls of `eventually` counts for: fifty poll intervals. A longer gap means
-/// the process's tasks were not being run.
-let longestCreditedGap = Duration.milliseconds(100)
 
 /// A fresh temporary directory, removed when the test process exits (tests pass it around as a path, with no
 /// owner to remove it; every `swift test` left about 120 of them in /tmp).
