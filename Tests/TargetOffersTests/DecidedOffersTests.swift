@@ -162,25 +162,33 @@ import UpstreamHTTP
 }
 
 @Suite struct DecidedOffersBoundTests {
-    @Test func theOldestGoesPastTheCapacity() {
-        let kept = DecidedOffers()
-        let inputs = DecidedOffers.Inputs(service: 0, identity: 0)
-        func key(_ index: Int) -> DecidedOffers.Key {
-            DecidedOffers.Key(
-                name: "hero",
-                targeting: MboxTargeting(mboxParameters: [Parameter("n", "\(index)")]),
-                profile: [],
-                property: nil
-            )
-        }
-        let offer = CachedOffer(
-            name: "hero",
-            options: [OfferOption(type: "html", content: "x", eventToken: "t")],
+    private let inputs = DecidedOffers.Inputs(service: 0, identity: 0)
+
+    /// The key of a load of `name`, with one mbox parameter or none (the name alone).
+    private func key(_ name: String, parameter: String?) -> DecidedOffers.Key {
+        DecidedOffers.Key(
+            name: name,
+            targeting: MboxTargeting(mboxParameters: parameter.map { [Parameter("n", $0)] } ?? []),
+            profile: [],
+            property: nil
+        )
+    }
+
+    private func decided(_ name: String, content: String) -> CachedOffer {
+        CachedOffer(
+            name: name,
+            options: [OfferOption(type: "html", content: .string(content), eventToken: "t")],
             state: nil,
             now: .now,
             epochMs: 0,
             decidedOnDevice: true
         )
+    }
+
+    @Test func theOldestGoesPastTheCapacity() {
+        let kept = DecidedOffers()
+        func key(_ index: Int) -> DecidedOffers.Key { self.key("hero", parameter: "\(index)") }
+        let offer = decided("hero", content: "x")
         for index in 0..<(DecidedOffers.capacity + 10) {
             kept.keep(offer, for: key(index), span: 0..<10, inputs: inputs)
             // Kept again: replaced, not counted twice.
@@ -199,31 +207,17 @@ import UpstreamHTTP
     /// their whole key; one bound and one age order over both.
     @Test func namesAloneAndWholeKeysShareTheBoundAndTheOrder() {
         let kept = DecidedOffers()
-        let inputs = DecidedOffers.Inputs(service: 0, identity: 0)
+        // Even: the name alone; odd: the same name with a parameter.
         func key(_ index: Int) -> DecidedOffers.Key {
-            // Even: the name alone; odd: the same name with a parameter.
-            DecidedOffers.Key(
-                name: "mbox-\(index / 2)",
-                targeting: MboxTargeting(mboxParameters: index % 2 == 0 ? [] : [Parameter("n", "\(index)")]),
-                profile: [],
-                property: nil
-            )
+            self.key("mbox-\(index / 2)", parameter: index % 2 == 0 ? nil : "\(index)")
         }
-        func offer(_ index: Int) -> CachedOffer {
-            CachedOffer(
-                name: "mbox-\(index / 2)",
-                options: [OfferOption(type: "html", content: .string("offer \(index)"), eventToken: "t")],
-                state: nil,
-                now: .now,
-                epochMs: 0,
-                decidedOnDevice: true
-            )
-        }
-        func byBytes(_ name: String, at epochMs: Int64 = 5, inputs: DecidedOffers.Inputs = inputs) -> CachedOffer? {
-            Array(name.utf8).withUnsafeBufferPointer { kept.offer(name: $0, at: epochMs, inputs: inputs) }
+        func byBytes(_ name: String, at epochMs: Int64 = 5, inputs: DecidedOffers.Inputs? = nil) -> CachedOffer? {
+            let inputs = inputs ?? self.inputs
+            return Array(name.utf8).withUnsafeBufferPointer { kept.offer(name: $0, at: epochMs, inputs: inputs) }
         }
         for index in 0..<(DecidedOffers.capacity + 10) {
-            kept.keep(offer(index), for: key(index), span: 0..<10, inputs: inputs)
+            let offer = decided("mbox-\(index / 2)", content: "offer \(index)")
+            kept.keep(offer, for: key(index), span: 0..<10, inputs: inputs)
         }
         #expect(kept.count == DecidedOffers.capacity)
         // The ten oldest went, of both kinds.
