@@ -54,7 +54,8 @@ def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
     # And what each load wrote: its display's journal line at least (about 90 bytes).
     assert all(summary["writtenBytesPerLoad"] >= 80 for summary in runs), throughput
     # And the same loads with Target a plausible round trip away (the simulator's latency fault, lifted after).
-    assert throughput["targetAway16"]["agent"] > 0, throughput["targetAway16"]
+    away = [summary for key, summary in throughput.items() if key.startswith("targetAway")]
+    assert away and all(summary["agent"] > 0 for summary in away), throughput
     # And what became of the runs' display notifications is reported: some were sent, whatever the queue dropped.
     assert throughput["notifications"]["sent"] > 0, throughput["notifications"]
     assert any(row["measurement"].startswith("diagnostic: display notifications over these runs")
