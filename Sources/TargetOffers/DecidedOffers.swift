@@ -24,11 +24,11 @@ final class DecidedOffers: Sendable {
         var profile: [Parameter]
         var property: String?
 
-        /// A load of the name alone (no parameters, profile or property): what most loads are, and all the
-        /// plain loads the I/O thread reads in place.
+        /// A load of the name alone (no targeting, profile or property): what most loads are, and all the plain
+        /// loads the I/O thread reads in place. The whole targeting compared with none, so that a member it
+        /// gains one day cannot make two different loads one entry.
         var isNameAlone: Bool {
-            property == nil && profile.isEmpty && targeting.mboxParameters.isEmpty && targeting.product == nil
-                && targeting.order == nil
+            property == nil && profile.isEmpty && targeting == MboxTargeting()
         }
     }
 
