@@ -229,7 +229,7 @@ let package = Package(
             path: "Examples/WatchEvents",
             swiftSettings: strictSettings
         ),
-        // What several test targets share: a recording log handler, `eventually`. Built only for the tests.
+        // What several test targets share: a recording log handler, `eventually`. No product depends on it.
         .target(
             name: "TestSupport",
             dependencies: ["PreflightCore", .product(name: "Logging", package: "swift-log")],
