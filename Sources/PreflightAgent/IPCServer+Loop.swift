@@ -202,9 +202,9 @@ extension IPCServer {
         handler.endOfBatch()
         replies.send { reply in
             switch reply {
-            case .plain(let routingID, let body):
+            case .plain(let routingID, let body, let lent):
                 send(on: socket, role: role) { () throws(ZeroMQError) in
-                    try socket.sendPlain(routingID: routingID, body: body, dontWait: true)
+                    try socket.sendPlain(routingID: routingID, body: body, lentFrom: lent, dontWait: true)
                 }
             case .message(let message):
                 send(message, on: socket, role: role)

@@ -8,10 +8,17 @@ import ZeroMQ
 /// from batch to batch, so a request answered at once costs no allocation here (an array each for the routing
 /// id, the body and the reply cost about 1,600 instructions per request: docs/BENCHMARKS.md); replies of
 /// other shapes are kept whole.
+///
+/// When the batch is sent, its plain replies' bytes are copied once into `LentBytes`, from which libzmq sends
+/// them without a copy of its own: one copy for the batch where `zmq_send` made one per reply, in a block it
+/// allocated (and libzmq's thread freed). The lent bytes are written again once libzmq has let go of every
+/// reply in them, which for an app waiting for each answer is before its next request arrives; while it has
+/// not (a flood), the next batch takes new ones.
 struct ReplyBatch {
-    /// One reply, as `send(_:)` hands it over: a plain one's bytes are valid only during the call.
+    /// One reply, as `send(_:)` hands it over: a plain one's bytes lie in `lent` (`ZeroMQSocket.sendPlain(routingID:
+    /// body:lentFrom:)`), valid for the call, and for as long as a reference to `lent` is held.
     enum Reply {
-        case plain(routingID: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer)
+        case plain(routingID: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, lent: LentBytes)
         case message(RouterMessage)
     }
 
@@ -29,8 +36,13 @@ struct ReplyBatch {
     /// Where the plain reply being written starts: its routing id, then its body.
     private var open: (start: Int, body: Int)?
 
+    /// The bytes the last batch's plain replies were sent from, written again only once libzmq holds none of them.
+    private var lent: LentBytes?
+
     /// Past this, the buffer is let go once the batch is sent: a burst of large replies does not stay resident.
     static let keptCapacity = 1 << 18
+    /// The smallest lent bytes made: most batches' replies fit, and the same bytes serve batch after batch.
+    static let lentCapacity = 1 << 14
 
     var isEmpty: Bool { first == nil }
 
@@ -66,23 +78,29 @@ struct ReplyBatch {
 
     /// Hands each reply to `send` in order, then empties the batch, keeping its buffers.
     mutating func send(_ send: (Reply) -> Void) {
-        writer.bytes.withUnsafeBytes { bytes in
-            func deliver(_ entry: Entry) {
-                switch entry {
-                case .plain(let routingID, let body):
-                    send(
-                        .plain(
-                            routingID: UnsafeRawBufferPointer(rebasing: bytes[routingID]),
-                            body: UnsafeRawBufferPointer(rebasing: bytes[body])
-                        )
-                    )
-                case .message(let message):
-                    send(.message(message))
-                }
+        let lent = lentBytes(for: writer.bytes.count)
+        writer.bytes.withUnsafeBytes { written in
+            if let source = written.baseAddress {
+                lent.bytes.baseAddress!.copyMemory(from: source, byteCount: written.count)
             }
-            if let first { deliver(first) }
-            for entry in rest { deliver(entry) }
         }
+        let bytes = UnsafeRawBufferPointer(lent.bytes)
+        func deliver(_ entry: Entry) {
+            switch entry {
+            case .plain(let routingID, let body):
+                send(
+                    .plain(
+                        routingID: UnsafeRawBufferPointer(rebasing: bytes[routingID]),
+                        body: UnsafeRawBufferPointer(rebasing: bytes[body]),
+                        lent: lent
+                    )
+                )
+            case .message(let message):
+                send(.message(message))
+            }
+        }
+        if let first { deliver(first) }
+        for entry in rest { deliver(entry) }
         first = nil
         if !rest.isEmpty { rest.removeAll(keepingCapacity: true) }
         if writer.bytes.capacity > Self.keptCapacity {
@@ -90,5 +108,17 @@ struct ReplyBatch {
         } else {
             writer.bytes.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// Bytes of at least `count` no frame holds: the last batch's when libzmq has let go of them all, else new
+    /// ones (the last batch's are then freed by whichever thread releases them last). Bytes beyond
+    /// `keptCapacity` are not kept for the next batch.
+    private mutating func lentBytes(for count: Int) -> LentBytes {
+        if isKnownUniquelyReferenced(&lent), let lent, lent.capacity >= count {
+            return lent
+        }
+        let made = LentBytes(capacity: max(count, Self.lentCapacity))
+        lent = count > Self.keptCapacity ? nil : made
+        return made
     }
 }

@@ -341,7 +341,7 @@ public final class ZeroMQSocket {
     }
 
     /// One frame, copied into a message of libzmq's (`zmq_send`: on failure nothing of it was queued).
-    private func sendFrame(
+    func sendFrame(
         _ frame: UnsafeRawBufferPointer,
         flags: CInt,
         on handle: UnsafeMutableRawPointer

@@ -10,7 +10,7 @@ import ZeroMQ
         var replies: [[[UInt8]]] = []
         batch.send { reply in
             switch reply {
-            case .plain(let routingID, let body): replies.append([[UInt8](routingID), [], [UInt8](body)])
+            case .plain(let routingID, let body, _): replies.append([[UInt8](routingID), [], [UInt8](body)])
             case .message(let message): replies.append(message.frames)
             }
         }
@@ -54,5 +54,32 @@ import ZeroMQ
         #expect(batch.writer.bytes.capacity == 0)
         plain(&batch, peer: "b", reply: "after")
         #expect(sent(&batch) == [[Array("b".utf8), [], Array("after".utf8)]])
+    }
+
+    /// The lent bytes a batch's replies were sent from are written again only once nothing holds them: a reply
+    /// libzmq has not yet written out still reads its own bytes after the next batch is sent.
+    @Test func lentBytesAreWrittenAgainOnlyOnceNoReplyHoldsThem() {
+        var batch = ReplyBatch()
+        var held: [(lent: LentBytes, body: UnsafeRawBufferPointer)] = []
+        func send(holding: Bool) -> LentBytes? {
+            var sentFrom: LentBytes?
+            batch.send { reply in
+                guard case .plain(_, let body, let lent) = reply else { return }
+                sentFrom = lent
+                if holding { held.append((lent, body)) }
+            }
+            return sentFrom
+        }
+        plain(&batch, peer: "a", reply: "first batch's reply")
+        let first = send(holding: true)
+        plain(&batch, peer: "a", reply: "second batch's reply")
+        // Only its identity is kept, so that the batch holds the second batch's bytes alone. The batch makes new
+        // bytes while it still holds the old, so new ones never take the old ones' address.
+        let second = send(holding: false).map(ObjectIdentifier.init)
+        #expect(first.map(ObjectIdentifier.init) != second, "the first batch's reply still holds its bytes")
+        #expect([UInt8](held[0].body) == Array("first batch's reply".utf8))
+        held = []
+        plain(&batch, peer: "a", reply: "third")
+        #expect(send(holding: false).map(ObjectIdentifier.init) == second, "nothing holds the second batch's bytes now")
     }
 }

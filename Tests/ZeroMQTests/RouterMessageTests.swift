@@ -134,6 +134,59 @@ import ZeroMQ
         #expect(try receiveMessage(on: dealer) == [[], []])
     }
 
+    /// Replies sent from `LentBytes` arrive whole, and each holds the bytes exactly until the peer has it: while one
+    /// waits unread the owner is not alone (writing into the bytes then would change what the peer reads), and once
+    /// all are read it is.
+    @Test func repliesLentFromBytesHoldThemUntilDeliveredAndArriveWhole() async throws {
+        let (context, router, dealer) = try connected(.dealer)
+        _ = context
+        var owner = LentBytes(capacity: 256)
+        let bodies = [String(repeating: "a", count: 34), "short", String(repeating: "z", count: 200)]
+        var ranges: [Range<Int>] = []
+        var offset = 0
+        for body in bodies {
+            let utf8 = bytes(body)
+            utf8.withUnsafeBytes {
+                owner.bytes.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+            }
+            ranges.append(offset..<(offset + utf8.count))
+            offset += utf8.count
+        }
+        try bytes("peer").withUnsafeBytes { routingID in
+            for range in ranges {
+                try router.sendPlain(
+                    routingID: routingID,
+                    body: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(owner.bytes)[range]),
+                    lentFrom: owner,
+                    dontWait: true
+                )
+            }
+        }
+        #expect(!isKnownUniquelyReferenced(&owner), "the frames waiting unread hold the bytes")
+        for body in bodies {
+            #expect(try receiveMessage(on: dealer) == [[], bytes(body)])
+        }
+        let deadline = ContinuousClock.now + patience
+        while !isKnownUniquelyReferenced(&owner), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(isKnownUniquelyReferenced(&owner), "every frame let go of the bytes once read")
+    }
+
+    @Test func aLentReplyThatCannotBeRoutedHoldsNothing() throws {
+        let (context, router, _) = try connected(.dealer)
+        _ = context
+        try router.setOption(.routerMandatory(true))
+        var owner = LentBytes(capacity: 64)
+        owner.bytes.initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"))
+        #expect(throws: ZeroMQError.hostUnreachable) {
+            try bytes("nobody").withUnsafeBytes { routingID in
+                try router.sendPlain(routingID: routingID, body: UnsafeRawBufferPointer(owner.bytes), lentFrom: owner)
+            }
+        }
+        #expect(isKnownUniquelyReferenced(&owner))
+    }
+
     @Test func aPlainReplyToAPeerThatLeftIsUnroutable() throws {
         let (context, router, _) = try connected(.dealer)
         _ = context
