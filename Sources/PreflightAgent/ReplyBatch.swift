@@ -12,8 +12,8 @@ import ZeroMQ
 /// When the batch is sent, its plain replies' bytes are copied once into `LentBytes`, from which libzmq sends
 /// them without a copy of its own: one copy for the batch where `zmq_send` made one per reply, in a block it
 /// allocated (and libzmq's thread freed). The lent bytes are written again once libzmq has let go of every
-/// reply in them, which for an app waiting for each answer is before its next request arrives; while it has
-/// not (a flood), the next batch takes new ones.
+/// reply in them, which for an app waiting for each answer is before its next request arrives; in a flood,
+/// libzmq's thread is still writing out one batch while the next is sent, so a few are kept in turn.
 struct ReplyBatch {
     /// One reply, as `send(_:)` hands it over: a plain one's bytes lie in `lent` (`ZeroMQSocket.sendPlain(routingID:
     /// body:lentFrom:)`), valid for the call, and for as long as a reference to `lent` is held.
@@ -36,13 +36,17 @@ struct ReplyBatch {
     /// Where the plain reply being written starts: its routing id, then its body.
     private var open: (start: Int, body: Int)?
 
-    /// The bytes the last batch's plain replies were sent from, written again only once libzmq holds none of them.
-    private var lent: LentBytes?
+    /// The bytes recent batches' plain replies were sent from, each written again only once libzmq holds none of
+    /// its replies.
+    private var lent: [LentBytes] = []
 
     /// Past this, the buffer is let go once the batch is sent: a burst of large replies does not stay resident.
     static let keptCapacity = 1 << 18
     /// The smallest lent bytes made: most batches' replies fit, and the same bytes serve batch after batch.
     static let lentCapacity = 1 << 14
+    /// How many lent bytes are kept to take turns: while libzmq's thread writes out one batch's replies the next
+    /// batch is sent from another, and by the third the first is free again.
+    static let lentKept = 3
 
     var isEmpty: Bool { first == nil }
 
@@ -110,15 +114,17 @@ struct ReplyBatch {
         }
     }
 
-    /// Bytes of at least `count` no frame holds: the last batch's when libzmq has let go of them all, else new
-    /// ones (the last batch's are then freed by whichever thread releases them last). Bytes beyond
-    /// `keptCapacity` are not kept for the next batch.
+    /// Bytes of at least `count` no frame holds: kept ones libzmq has let go of, else new ones, kept in the place
+    /// of the oldest (which whichever thread releases last then frees). Bytes beyond `keptCapacity` are not kept.
     private mutating func lentBytes(for count: Int) -> LentBytes {
-        if isKnownUniquelyReferenced(&lent), let lent, lent.capacity >= count {
-            return lent
+        for index in lent.indices where isKnownUniquelyReferenced(&lent[index]) && lent[index].capacity >= count {
+            return lent[index]
         }
         let made = LentBytes(capacity: max(count, Self.lentCapacity))
-        lent = count > Self.keptCapacity ? nil : made
+        if count <= Self.keptCapacity {
+            if lent.count == Self.lentKept { lent.removeFirst() }
+            lent.append(made)
+        }
         return made
     }
 }
