@@ -59,10 +59,15 @@ public final class CommandStatistics: Sendable {
     }
 
     private static let commandCount = Command.allCases.count
-    private static let slotCount = commandCount + 2
 
-    /// nil until a reply is counted under that key (or since `reset`).
-    private let entries = Mutex([Entry?](repeating: nil, count: CommandStatistics.slotCount))
+    /// Every key's entry, in slot order; one that has counted no reply (since the start or `reset`) is not shown.
+    /// Made whole up front (an empty ring holds no samples) so that a reply's record is one entry updated in place:
+    /// an optional entry made on first use cost every record a check and two unwraps.
+    private static var emptyEntries: [Entry] {
+        Command.allCases.map { Entry(key: .command($0)) } + [Entry(key: .unreadable), Entry(key: .unknown)]
+    }
+
+    private let entries = Mutex(CommandStatistics.emptyEntries)
 
     public init() {}
 
@@ -72,19 +77,18 @@ public final class CommandStatistics: Sendable {
         let milliseconds = Double(MonotonicInstant.now.nanoseconds &- started.nanoseconds) / 1e6
         let slot = key.slot
         entries.withLock { entries in
-            if entries[slot] == nil { entries[slot] = Entry(key: key) }
-            entries[slot]!.latency.record(milliseconds: milliseconds)
-            if let errorCode { entries[slot]!.errors[errorCode, default: 0] += 1 }
+            entries[slot].latency.record(milliseconds: milliseconds)
+            if let errorCode { entries[slot].errors[errorCode, default: 0] += 1 }
         }
     }
 
     public func reset() {
-        entries.withLock { $0 = Array(repeating: nil, count: Self.slotCount) }
+        entries.withLock { $0 = Self.emptyEntries }
     }
 
     /// `{"ping": {"count": …, "p50Ms": …, "errors": {"invalid_argument": 1}}, …}` sorted by command.
     public var json: JSONValue {
-        let snapshot = entries.withLock { $0 }.compactMap { $0 }
+        let snapshot = entries.withLock { $0 }.filter { $0.latency.count > 0 }
         return .object(
             JSONObject(
                 snapshot.map { (name: $0.key.name, entry: $0) }.sorted { $0.name < $1.name }.map { name, entry in

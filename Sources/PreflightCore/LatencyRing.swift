@@ -18,7 +18,7 @@ public struct LatencyRing: Sendable, Equatable {
             samples.append(milliseconds)
         } else {
             samples[next] = milliseconds
-            next = (next + 1) % capacity
+            next = next + 1 == capacity ? 0 : next + 1
         }
     }
 
