@@ -80,6 +80,11 @@ public final class TargetService: Sendable {
     let publish: EventPublisher
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
+    /// Plain loads answered at once (`loadPlain`), from the cache and from decisions made on the box: counted
+    /// apart from `counterBox`, one atomic add where the lock's take and release were two, on every cached load.
+    /// `counters` adds them in.
+    let plainHits = Atomic<Int>(0)
+    let plainDecided = Atomic<Int>(0)
     /// The request a batch of display notifications alone is made from, while what it was made from holds.
     let notificationsTemplate = Mutex<DeliveryCodec.NotificationsTemplate?>(nil)
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
@@ -191,7 +196,13 @@ public final class TargetService: Sendable {
     }
 
     public var counters: TargetCounters {
-        counterBox.withLock { $0 }
+        var counters = counterBox.withLock { $0 }
+        let hits = plainHits.load(ordering: .relaxed)
+        let decided = plainDecided.load(ordering: .relaxed)
+        counters.hits += hits
+        counters.misses += decided
+        counters.onDeviceLoads += decided
+        return counters
     }
 
     /// The property an app's `propertyToken` names: nil for none or the configured one, so that apps asking
@@ -203,6 +214,8 @@ public final class TargetService: Sendable {
 
     public func resetCounters() {
         counterBox.withLock { $0 = TargetCounters() }
+        plainHits.store(0, ordering: .relaxed)
+        plainDecided.store(0, ordering: .relaxed)
     }
 
     // MARK: loadRequests
@@ -285,7 +298,11 @@ public final class TargetService: Sendable {
         else {
             return false
         }
-        countLoaded(requests: 1, hits: answer.decided ? 0 : 1, decided: answer.decided ? 1 : 0)
+        if answer.decided {
+            plainDecided.add(1, ordering: .relaxed)
+        } else {
+            plainHits.add(1, ordering: .relaxed)
+        }
         // One append: the offer holds its element between the result's brackets.
         reply.writeRaw(answer.offer.loadResult)
         displayed(answer.offer, targeting: nil, profileParameters: [], notify: true, stamp)
