@@ -44,6 +44,9 @@ struct ReplyBatch {
     static let keptCapacity = 1 << 18
     /// The smallest lent bytes made: most batches' replies fit, and the same bytes serve batch after batch.
     static let lentCapacity = 1 << 14
+    /// Lent bytes larger than this are not kept once their batch is sent: after a flood's batches of hundreds of
+    /// replies, three kept buffers stay small.
+    static let lentKeptCapacity = 1 << 16
     /// How many lent bytes are kept to take turns: while libzmq's thread writes out one batch's replies the next
     /// batch is sent from another, and by the third the first is free again.
     static let lentKept = 3
@@ -115,13 +118,14 @@ struct ReplyBatch {
     }
 
     /// Bytes of at least `count` no frame holds: kept ones libzmq has let go of, else new ones, kept in the place
-    /// of the oldest (which whichever thread releases last then frees). Bytes beyond `keptCapacity` are not kept.
+    /// of the oldest (which whichever thread releases last then frees). Bytes beyond `lentKeptCapacity` are not
+    /// kept.
     private mutating func lentBytes(for count: Int) -> LentBytes {
         for index in lent.indices where isKnownUniquelyReferenced(&lent[index]) && lent[index].capacity >= count {
             return lent[index]
         }
         let made = LentBytes(capacity: max(count, Self.lentCapacity))
-        if count <= Self.keptCapacity {
+        if count <= Self.lentKeptCapacity {
             if lent.count == Self.lentKept { lent.removeFirst() }
             lent.append(made)
         }

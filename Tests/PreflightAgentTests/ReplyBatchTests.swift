@@ -81,5 +81,11 @@ import ZeroMQ
         held = []
         plain(&batch, peer: "a", reply: "third")
         #expect(send(holding: false).map(ObjectIdentifier.init) == second, "nothing holds the second batch's bytes now")
+        // A batch larger than the kept size is sent from bytes of its own, not kept: the next one is sent from the
+        // kept bytes again.
+        plain(&batch, peer: "a", reply: String(repeating: "x", count: ReplyBatch.lentKeptCapacity + 1))
+        #expect(send(holding: false).map(ObjectIdentifier.init) != second)
+        plain(&batch, peer: "a", reply: "after the large one")
+        #expect(send(holding: false).map(ObjectIdentifier.init) == second)
     }
 }
