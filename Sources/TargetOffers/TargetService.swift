@@ -80,11 +80,12 @@ public final class TargetService: Sendable {
     let publish: EventPublisher
     let configurationBox: Mutex<TargetConfiguration>
     let counterBox = Mutex(TargetCounters())
-    /// Plain loads answered at once (`loadPlain`), from the cache and from decisions made on the box: counted
-    /// apart from `counterBox`, one atomic add where the lock's take and release were two, on every cached load.
-    /// `counters` adds them in.
-    let plainHits = Atomic<Int>(0)
-    let plainDecided = Atomic<Int>(0)
+    /// `TargetCounters.hits`, `misses` and `onDeviceLoads`, counted on every cached load: kept apart from
+    /// `counterBox` (whose copies of them stay zero) as atomics, one add where the lock's take and release were
+    /// two. `counters` reads them in.
+    let loadHits = Atomic<Int>(0)
+    let loadMisses = Atomic<Int>(0)
+    let onDeviceLoads = Atomic<Int>(0)
     /// The request a batch of display notifications alone is made from, while what it was made from holds.
     let notificationsTemplate = Mutex<DeliveryCodec.NotificationsTemplate?>(nil)
     /// When each display stamped by the box's clock happened, on the monotonic clock, to stamp it again
@@ -197,11 +198,9 @@ public final class TargetService: Sendable {
 
     public var counters: TargetCounters {
         var counters = counterBox.withLock { $0 }
-        let hits = plainHits.load(ordering: .relaxed)
-        let decided = plainDecided.load(ordering: .relaxed)
-        counters.hits += hits
-        counters.misses += decided
-        counters.onDeviceLoads += decided
+        counters.hits = loadHits.load(ordering: .relaxed)
+        counters.misses = loadMisses.load(ordering: .relaxed)
+        counters.onDeviceLoads = onDeviceLoads.load(ordering: .relaxed)
         return counters
     }
 
@@ -214,8 +213,9 @@ public final class TargetService: Sendable {
 
     public func resetCounters() {
         counterBox.withLock { $0 = TargetCounters() }
-        plainHits.store(0, ordering: .relaxed)
-        plainDecided.store(0, ordering: .relaxed)
+        loadHits.store(0, ordering: .relaxed)
+        loadMisses.store(0, ordering: .relaxed)
+        onDeviceLoads.store(0, ordering: .relaxed)
     }
 
     // MARK: loadRequests
@@ -298,11 +298,7 @@ public final class TargetService: Sendable {
         else {
             return false
         }
-        if answer.decided {
-            plainDecided.add(1, ordering: .relaxed)
-        } else {
-            plainHits.add(1, ordering: .relaxed)
-        }
+        countLoaded(requests: 1, hits: answer.decided ? 0 : 1, decided: answer.decided ? 1 : 0)
         // One append: the offer holds its element between the result's brackets.
         reply.writeRaw(answer.offer.loadResult)
         displayed(answer.offer, targeting: nil, profileParameters: [], notify: true, stamp)
@@ -311,12 +307,11 @@ public final class TargetService: Sendable {
 
     /// Counts a load's requests answered at once: every request the cache did not hold is a miss, those a
     /// decision made on the box answered included (they are counted as on-device loads too).
+    @inline(__always)
     private func countLoaded(requests: Int, hits: Int, decided: Int) {
-        counterBox.withLock {
-            $0.hits += hits
-            $0.misses += requests - hits
-            $0.onDeviceLoads += decided
-        }
+        if hits > 0 { loadHits.add(hits, ordering: .relaxed) }
+        if requests > hits { loadMisses.add(requests - hits, ordering: .relaxed) }
+        if decided > 0 { onDeviceLoads.add(decided, ordering: .relaxed) }
     }
 
     /// The offer that answers one request of a load at once: the cache's (counted as a hit), or a decision
@@ -477,9 +472,9 @@ public final class TargetService: Sendable {
             }
         }
         result.appendASCII("]}")
+        if onDevice > 0 { onDeviceLoads.add(onDevice, ordering: .relaxed) }
         counterBox.withLock { counters in
             counters.networkLoads += network
-            counters.onDeviceLoads += onDevice
             counters.defaultsByReason.merge(defaults, uniquingKeysWith: +)
         }
         return result.bytes
