@@ -64,8 +64,7 @@ extension ZeroMQSocket {
         }
         let handle = try liveHandle()
         let flags = dontWait ? ZMQ_DONTWAIT : 0
-        try sendFrame(routingID, flags: flags | ZMQ_SNDMORE, on: handle)
-        try sendFrame(UnsafeRawBufferPointer(start: nil, count: 0), flags: flags | ZMQ_SNDMORE, on: handle)
+        try sendPlainEnvelope(routingID, flags: flags, on: handle)
         var message = zmq_msg_t()
         let hint = Unmanaged.passRetained(owner).toOpaque()
         // Fails only when libzmq cannot allocate its small record of the frame; the frame then holds nothing.

@@ -181,9 +181,18 @@ public final class ZeroMQSocket {
     ) throws(ZeroMQError) {
         let handle = try liveHandle()
         let flags = dontWait ? ZMQ_DONTWAIT : 0
+        try sendPlainEnvelope(routingID, flags: flags, on: handle)
+        try sendFrame(body, flags: flags, on: handle)
+    }
+
+    /// A plain reply's first two frames, `[routing id][empty]`, each with `ZMQ_SNDMORE`: its body follows.
+    func sendPlainEnvelope(
+        _ routingID: UnsafeRawBufferPointer,
+        flags: CInt,
+        on handle: UnsafeMutableRawPointer
+    ) throws(ZeroMQError) {
         try sendFrame(routingID, flags: flags | ZMQ_SNDMORE, on: handle)
         try sendFrame(UnsafeRawBufferPointer(start: nil, count: 0), flags: flags | ZMQ_SNDMORE, on: handle)
-        try sendFrame(body, flags: flags, on: handle)
     }
 
     /// Receives one whole multipart message: every frame, each at its full size, never truncated.
