@@ -59,6 +59,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tls-port", type=int, default=0, help="TLS listener port (default 0: a free one)")
     parser.add_argument("--tls-port-file", type=Path, default=None,
                         help="write the TLS listener's port here once ready")
+    parser.add_argument("--notification-log", type=int, default=target.NOTIFICATION_LOG_SIZE, metavar="N",
+                        help="Target notifications kept for GET /_sim/target/notifications, the newest "
+                             f"(default {target.NOTIFICATION_LOG_SIZE}; every one is counted)")
     parser.add_argument("--version", action="version", version=f"preflight-sim {VERSION}")
     return parser.parse_args(argv)
 
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         log.write("preflight-sim: --port must be 0..65535\n")
         return 2
 
+    if args.notification_log < 1:
+        log.write("preflight-sim: --notification-log must be at least 1\n")
+        return 2
     if (args.tls_cert is None) != (args.tls_key is None):
         log.write("preflight-sim: --tls-cert and --tls-key go together\n")
         return 2
@@ -142,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         sim = Simulator(specs, offers, quiet=args.quiet, offers_source=str(args.offers) if args.offers else None,
-                        edge_host=args.edge_host, clock_offset_ms=args.clock_offset_ms)
+                        edge_host=args.edge_host, clock_offset_ms=args.clock_offset_ms,
+                        notification_log_size=args.notification_log)
     except ClockError as exc:
         log.write(f"preflight-sim: --clock-offset-ms: {exc}\n")
         return 2

@@ -359,9 +359,13 @@ def get_notifications(sim, req: Request, m) -> Response:
     kind = req.query.get("type")
     if kind is not None and kind not in NOTIFICATION_TYPES:
         raise ControlError(400, f"type must be one of {', '.join(NOTIFICATION_TYPES)}")
-    with sim.target.lock:
-        notes = [dict(n) for n in sim.target.notifications if kind is None or n["type"] == kind]
-    return _ok({"count": len(notes), "notifications": notes})
+    state = sim.target
+    with state.lock:
+        notes = [dict(n) for n in state.notifications if kind is None or n["type"] == kind]
+        counts = state.notification_counts
+        received = sum(counts.values()) if kind is None else counts[kind]
+    # `count`: those listed (the newest `--notification-log`); `received`: every one since the start or a reset.
+    return _ok({"count": len(notes), "received": received, "notifications": notes})
 
 
 # pass -----------------------------------------------------------------------------------------

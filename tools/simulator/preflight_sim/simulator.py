@@ -139,8 +139,10 @@ class Simulator:
     """Everything a request handler needs; `reset()` returns it to the state it started in."""
 
     def __init__(self, specs: SpecSet, offers: dict[str, dict], quiet: bool = False, offers_source: str | None = None,
-                 edge_host: str | None = target.EDGE_HOST, clock_offset_ms: int = 0):
+                 edge_host: str | None = target.EDGE_HOST, clock_offset_ms: int = 0,
+                 notification_log_size: int = target.NOTIFICATION_LOG_SIZE):
         self.specs = specs
+        self.notification_log_size = notification_log_size
         self.initial_clock_offset_ms = clock_offset_ms
         self.clock = Clock(clock_offset_ms)
         self.initial_edge_host = edge_host
@@ -153,7 +155,7 @@ class Simulator:
         self.lock = threading.RLock()
         self.log = RequestLog(self.clock)
         self.faults = FaultStore()
-        self.target = target.TargetState(offers)
+        self.target = target.TargetState(offers, notification_log_size)
         self.pass_ = pass_.PassState()
         self.connections = ConnectionRegistry()
 
@@ -162,7 +164,7 @@ class Simulator:
             self.faults.clear()
             self.log.clear()
             self.log.reset_counters()
-            self.target = target.TargetState(self.initial_offers)
+            self.target = target.TargetState(self.initial_offers, self.notification_log_size)
             self.pass_ = pass_.PassState()
             self.edge_host = self.initial_edge_host
             self.clock.set_offset(self.initial_clock_offset_ms)

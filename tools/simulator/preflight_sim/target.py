@@ -32,6 +32,7 @@ from preflight_sim.outcome import Outcome
 OPERATION_TEMPLATE = "/rest/v1/delivery"
 EDGE_HOST = "mboxedge35.tt.omtrdc.net"
 LOCATION_HINT = "35_0"
+NOTIFICATION_LOG_SIZE = 20_000  # notifications kept for GET /_sim/target/notifications; every one is counted
 
 DEFAULT_OFFERS: dict[str, dict] = {
     "logo": {"options": [{"type": "html", "content": '<img src="https://example.com/logo-platinum.png">'}]},
@@ -187,7 +188,7 @@ def offer_problems(specs, offers: dict[str, dict]) -> list[str]:
 
 
 class TargetState:
-    def __init__(self, offers: dict[str, dict]):
+    def __init__(self, offers: dict[str, dict], notification_log_size: int = NOTIFICATION_LOG_SIZE):
         self.lock = threading.RLock()
         self.offers = copy.deepcopy(offers)  # the default workspace: requests without property.token
         self.workspaces: dict[str, dict[str, dict]] = {}  # property token -> offers
@@ -199,7 +200,10 @@ class TargetState:
         self.geo_lookups = 0
         self.prefetched: Counter[str] = Counter()
         self.executed: Counter[str] = Counter()
-        self.notifications: list[dict] = []
+        # The newest ones, and exact counts of all by type: a list of every one grew without bound (about 800 MB
+        # in one of tools/bench's throughput sections) and made `stats` walk it under the lock.
+        self.notifications: deque[dict] = deque(maxlen=notification_log_size)
+        self.notification_counts: Counter[str] = Counter()
         self.issued_tokens: dict[str, set[str]] = {}
         self.issued_click_tokens: dict[str, set[str]] = {}
         self.issued_states: dict[str, set[str]] = {}
@@ -270,10 +274,11 @@ class TargetState:
 
     def stats(self) -> dict:
         with self.lock:
-            clicks = sum(1 for n in self.notifications if n["type"] == "click")
+            total = sum(self.notification_counts.values())
+            clicks = self.notification_counts["click"]
             return {"prefetched": dict(self.prefetched), "executed": dict(self.executed),
-                    "notifications": len(self.notifications), "clickNotifications": clicks,
-                    "displayNotifications": len(self.notifications) - clicks,
+                    "notifications": total, "clickNotifications": clicks,
+                    "displayNotifications": total - clicks,
                     "refusedRequests": self.refused_requests, "qaModeRefusals": self.qa_refusals}
 
 
@@ -508,6 +513,7 @@ def _record_notifications(state: TargetState, seq: int, notifications: list, now
             "receivedAt": now,
         }
         state.notifications.append(record)
+        state.notification_counts[record["type"]] += 1
         acknowledged.append({"id": note.get("id")})
     return acknowledged
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import hashlib
 
+import pytest
+
 from simharness import clean_sim, sim  # noqa: F401 - fixtures
-from simharness import delivery_url, epoch_ms, mobile_context, requires_specs
+from simharness import SimProcess, delivery_url, epoch_ms, mobile_context, requires_specs
 
 pytestmark = requires_specs
 
@@ -176,6 +178,38 @@ def test_a_beacon_with_an_invalid_notification_is_refused_too(sim):
     assert_refused(sim, sim.post(delivery_url(), json=body), "notifications[0].timestamp")
     body["notifications"] = [note("b2")]
     assert sim.post(delivery_url(), json=body).status_code == 204
+
+
+def test_the_newest_notifications_are_kept_and_every_one_is_counted(tmp_path):
+    # A long run (a soak, a benchmark's flood) must not grow the simulator without bound: it keeps the newest
+    # `--notification-log` and counts them all, by type, until a reset.
+    small = SimProcess(tmp_path / "sim", "--quiet", "--notification-log", "3")
+    try:
+        token = offered_token(small)
+        for batch in (["a1", "a2"], ["a3", "a4", "a5"]):
+            r = deliver(small, *[note(id_, tokens=[token]) for id_ in batch])
+            assert r.status_code == 200, r.text
+            assert r.json()["notifications"] == [{"id": id_} for id_ in batch]
+        listed = small.get("/_sim/target/notifications").json()
+        assert [n["id"] for n in listed["notifications"]] == ["a3", "a4", "a5"]
+        assert (listed["count"], listed["received"]) == (3, 5)
+        displays = small.get("/_sim/target/notifications", params={"type": "display"}).json()
+        assert (displays["count"], displays["received"]) == (3, 5)
+        clicks = small.get("/_sim/target/notifications", params={"type": "click"}).json()
+        assert (clicks["count"], clicks["received"], clicks["notifications"]) == (0, 0, [])
+        stats = small.get("/_sim/stats").json()
+        assert (stats["notifications"], stats["displayNotifications"], stats["clickNotifications"]) == (5, 5, 0)
+        assert small.post("/_sim/reset").status_code == 200
+        assert small.get("/_sim/target/notifications").json() == {"count": 0, "received": 0, "notifications": []}
+        assert small.get("/_sim/stats").json()["notifications"] == 0
+        assert small.violations() == []
+    finally:
+        small.stop()
+
+
+def test_the_notification_log_size_must_be_positive(tmp_path):
+    with pytest.raises(RuntimeError, match="--notification-log must be at least 1"):
+        SimProcess(tmp_path / "sim", "--quiet", "--notification-log", "0")
 
 
 def test_no_response_violations_in_this_module(sim):
