@@ -11,12 +11,14 @@ import ZeroMQ
 ///
 /// When the batch is sent, its plain replies' bytes are copied once into `LentBytes`, from which libzmq sends
 /// them without a copy of its own: one copy for the batch where `zmq_send` made one per reply, in a block it
-/// allocated (and libzmq's thread freed). The lent bytes are written again once libzmq has let go of every
+/// allocated (and libzmq's thread freed); the batch's frames are lent together, one reference for all. The lent bytes are written again once libzmq has let go of every
 /// reply in them, which for an app waiting for each answer is before its next request arrives; in a flood,
 /// libzmq's thread is still writing out one batch while the next is sent, so a few are kept in turn.
 struct ReplyBatch {
-    /// One reply, as `send(_:)` hands it over: a plain one's bytes lie in `lent` (`ZeroMQSocket.sendPlain(routingID:
-    /// body:lentFrom:)`), valid for the call, and for as long as a reference to `lent` is held.
+    /// One reply, as `send(_:)` hands it over: a plain one's bytes lie in `lent`, valid for the call, and for as long
+    /// as a frame lent from it is out. Its body is one frame of `lent.lend(frames:)` when
+    /// `ZeroMQSocket.lendsFrame(ofCount:)` says so: sent by `ZeroMQSocket.sendPlain(routingID:body:lentFrom:)`, or
+    /// returned (`lent.returnFrame()`).
     enum Reply {
         case plain(routingID: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, lent: LentBytes)
         case message(RouterMessage)
@@ -91,6 +93,11 @@ struct ReplyBatch {
                 lent.bytes.baseAddress!.copyMemory(from: source, byteCount: written.count)
             }
         }
+        // One hold for every body to be lent, taken before the first is sent (see `LentBytes`).
+        var lending = 0
+        if case .plain(_, let body) = first, ZeroMQSocket.lendsFrame(ofCount: body.count) { lending += 1 }
+        for case .plain(_, let body) in rest where ZeroMQSocket.lendsFrame(ofCount: body.count) { lending += 1 }
+        lent.lend(frames: lending)
         let bytes = UnsafeRawBufferPointer(lent.bytes)
         func deliver(_ entry: Entry) {
             switch entry {

@@ -60,27 +60,46 @@ import ZeroMQ
     /// libzmq has not yet written out still reads its own bytes after the next batch is sent.
     @Test func lentBytesAreWrittenAgainOnlyOnceNoReplyHoldsThem() {
         var batch = ReplyBatch()
+        // Stands in for libzmq: a frame it holds (unsent, or not yet written out) is returned later; any other at once.
         var held: [(lent: LentBytes, body: UnsafeRawBufferPointer)] = []
         func send(holding: Bool) -> LentBytes? {
             var sentFrom: LentBytes?
             batch.send { reply in
                 guard case .plain(_, let body, let lent) = reply else { return }
                 sentFrom = lent
-                if holding { held.append((lent, body)) }
+                guard ZeroMQSocket.lendsFrame(ofCount: body.count) else { return }
+                if holding { held.append((lent, body)) } else { lent.returnFrame() }
             }
             return sentFrom
         }
-        plain(&batch, peer: "a", reply: "first batch's reply")
+        // Bodies longer than 33 bytes: shorter ones are copied by libzmq and hold nothing.
+        let firstReply = "the first batch's reply, lent to libzmq"
+        plain(&batch, peer: "a", reply: firstReply)
+        plain(&batch, peer: "b", reply: "short")
         let first = send(holding: true)
-        plain(&batch, peer: "a", reply: "second batch's reply")
+        #expect(held.count == 1)
+        plain(&batch, peer: "a", reply: "the second batch's reply, lent to libzmq")
         // Only its identity is kept, so that the batch holds the second batch's bytes alone. The batch makes new
         // bytes while it still holds the old, so new ones never take the old ones' address.
         let second = send(holding: false).map(ObjectIdentifier.init)
         #expect(first.map(ObjectIdentifier.init) != second, "the first batch's reply still holds its bytes")
-        #expect([UInt8](held[0].body) == Array("first batch's reply".utf8))
+        #expect([UInt8](held[0].body) == Array(firstReply.utf8))
+        for frame in held { frame.lent.returnFrame() }
         held = []
         plain(&batch, peer: "a", reply: "third")
         #expect(send(holding: false).map(ObjectIdentifier.init) == second, "nothing holds the second batch's bytes now")
+        // Two frames of one batch held: its bytes come back only with the second's return.
+        plain(&batch, peer: "a", reply: "the fourth batch's first reply, lent to libzmq")
+        plain(&batch, peer: "b", reply: "the fourth batch's second reply, lent to libzmq")
+        let fourth = send(holding: true).map(ObjectIdentifier.init)
+        #expect(fourth == second && held.count == 2)
+        held[0].lent.returnFrame()
+        plain(&batch, peer: "a", reply: "the fifth batch's reply, lent to libzmq")
+        #expect(send(holding: false).map(ObjectIdentifier.init) != fourth, "one of the fourth batch's frames is out")
+        held[1].lent.returnFrame()
+        held = []
+        plain(&batch, peer: "a", reply: "sixth")
+        #expect(send(holding: false).map(ObjectIdentifier.init) == fourth, "every frame of the fourth batch is back")
         // A batch larger than the kept size is sent from bytes of its own, not kept: the next one is sent from the
         // kept bytes again.
         plain(&batch, peer: "a", reply: String(repeating: "x", count: ReplyBatch.lentKeptCapacity + 1))

@@ -152,6 +152,7 @@ import ZeroMQ
             ranges.append(offset..<(offset + utf8.count))
             offset += utf8.count
         }
+        owner.lend(frames: bodies.filter { ZeroMQSocket.lendsFrame(ofCount: $0.utf8.count) }.count)
         try bytes("peer").withUnsafeBytes { routingID in
             for range in ranges {
                 try router.sendPlain(
@@ -179,6 +180,8 @@ import ZeroMQ
         try router.setOption(.routerMandatory(true))
         var owner = LentBytes(capacity: 64)
         owner.bytes.initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"))
+        owner.lend(frames: 1)
+        #expect(!isKnownUniquelyReferenced(&owner), "a frame lent and not yet sent holds the bytes")
         #expect(throws: ZeroMQError.hostUnreachable) {
             try bytes("nobody").withUnsafeBytes { routingID in
                 try router.sendPlain(routingID: routingID, body: UnsafeRawBufferPointer(owner.bytes), lentFrom: owner)
