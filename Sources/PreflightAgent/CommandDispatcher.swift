@@ -156,7 +156,7 @@ public struct CommandDispatcher: RequestHandler {
                 appendingResultTo: &reply
             ) {
                 Reply.endSuccess(&reply)
-                statistics.record(.command(.loadRequests), since: started, errorCode: nil)
+                statistics.countPlainLoad()
                 return true
             }
             reply.bytes.removeLast(reply.bytes.count - start)
@@ -219,9 +219,11 @@ public struct CommandDispatcher: RequestHandler {
         }
     }
 
-    /// Display notifications queued by this batch's cache hits reach the journal in one write.
-    public func endOfBatch() {
+    /// Display notifications queued by this batch's cache hits reach the journal in one write, and the plain
+    /// loads it answered are timed together.
+    public func endOfBatch(receivedAt: MonotonicInstant) {
         target.notifications.commitJournal()
+        statistics.recordPlainLoads(since: receivedAt)
     }
 
     /// The reply bytes for a result of deferred work, timed into `statistics`.

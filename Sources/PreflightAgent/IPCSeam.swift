@@ -23,12 +23,13 @@ public protocol RequestHandler: Sendable {
 
     /// Called on the I/O thread after a batch of requests was handled and before their replies are
     /// sent: work that each request queued is committed here once per batch (the notification
-    /// journal's group commit).
-    func endOfBatch()
+    /// journal's group commit), and what each counted is recorded. `receivedAt`: the batch's requests'
+    /// (`IncomingRequest.receivedAt`).
+    func endOfBatch(receivedAt: MonotonicInstant)
 }
 
 extension RequestHandler {
-    public func endOfBatch() {}
+    public func endOfBatch(receivedAt: MonotonicInstant) {}
 }
 
 /// Where deferred replies go and who admits the work behind them: `IPCServer`, or an in-process stand-in

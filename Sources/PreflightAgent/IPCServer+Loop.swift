@@ -199,7 +199,7 @@ extension IPCServer {
             }
         }
         guard !replies.isEmpty else { return (drained, sent) }
-        handler.endOfBatch()
+        handler.endOfBatch(receivedAt: receivedAt)
         replies.send { reply in
             switch reply {
             case .plain(let routingID, let body, let lent):

@@ -92,6 +92,8 @@ final class InProcessIPC: ReplySink {
         // A request answered later writes nothing now.
         #expect(answered || reply.bytes.isEmpty)
         guard answered else { return nil }
+        // Its batch ends, as the I/O thread's does before it sends the replies.
+        handler.endOfBatch(receivedAt: .now)
         return try JSONReader.read(reply.bytes)
     }
 
