@@ -43,18 +43,20 @@ struct NotificationBook: Sendable {
 
     var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
 
-    /// Queues one notification; at capacity, drops the oldest pending one. Returns whether it dropped one. The
-    /// journal writes nothing for the drop (see `NotificationJournal`: a replay keeps the newest `capacity`). The
-    /// queue is never over capacity before (see `init(capacity:replayed:)`), so one drop is enough.
-    mutating func enqueue(_ notification: DisplayNotification) -> Bool {
+    /// Queues one notification (moved in: a copy cost a load a retain and a release); at capacity, drops the oldest
+    /// pending one and returns it, for its caller to let go of (outside its lock). The journal writes nothing for
+    /// the drop (see `NotificationJournal`: a replay keeps the newest `capacity`). The queue is never over capacity
+    /// before (see `init(capacity:replayed:)`), so one drop is enough.
+    @discardableResult
+    mutating func enqueue(_ notification: consuming DisplayNotification) -> DisplayNotification? {
         pending.append(notification)
         counters.queued += 1
-        guard liveCount > capacity, let oldest = pending.popFirst() else { return false }
+        guard liveCount > capacity, let oldest = pending.popFirst() else { return nil }
         // A suspect dropped here is settled too: left in `suspects`, it would hold back every ride-along
         // batch for good (nothing would ever send it again to clear it).
         if !suspects.isEmpty { suspects.remove(oldest.id) }
         counters.droppedOverflow += 1
-        return true
+        return oldest
     }
 
     /// Takes up to `max` pending notifications to send, oldest first, all of one property (a Delivery request
