@@ -37,6 +37,8 @@ struct ReplyBatch {
     private var rest: [Entry] = []
     /// Where the plain reply being written starts: its routing id, then its body.
     private var open: (start: Int, body: Int)?
+    /// How many plain replies' bodies are lent (`ZeroMQSocket.lendsFrame(ofCount:)`): the frames the batch lends.
+    private var lending = 0
 
     /// The bytes recent batches' plain replies were sent from, each written again only once libzmq holds none of
     /// its replies.
@@ -65,7 +67,9 @@ struct ReplyBatch {
     /// The reply begun last is whole.
     mutating func endPlain() {
         guard let open else { return }
-        add(.plain(routingID: open.start..<open.body, body: open.body..<writer.bytes.count))
+        let body = open.body..<writer.bytes.count
+        if ZeroMQSocket.lendsFrame(ofCount: body.count) { lending += 1 }
+        add(.plain(routingID: open.start..<open.body, body: body))
         self.open = nil
     }
 
@@ -94,10 +98,8 @@ struct ReplyBatch {
             }
         }
         // One hold for every body to be lent, taken before the first is sent (see `LentBytes`).
-        var lending = 0
-        if case .plain(_, let body) = first, ZeroMQSocket.lendsFrame(ofCount: body.count) { lending += 1 }
-        for case .plain(_, let body) in rest where ZeroMQSocket.lendsFrame(ofCount: body.count) { lending += 1 }
         lent.lend(frames: lending)
+        lending = 0
         let bytes = UnsafeRawBufferPointer(lent.bytes)
         func deliver(_ entry: Entry) {
             switch entry {
