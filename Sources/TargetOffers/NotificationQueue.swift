@@ -84,13 +84,12 @@ public final class NotificationQueue: Sendable {
     /// `commitJournal()`: the I/O thread commits once per batch of requests, before it sends their
     /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
     /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
-    public func enqueue(_ notification: consuming DisplayNotification) {
-        // Moved into the queue (`take`), not copied. The one dropped at capacity is returned from the lock and
-        // let go of (its object freed) after it: the sender waits on that lock.
-        var queued = Optional(notification)
+    public func enqueue(_ notification: DisplayNotification) {
+        // The one dropped at capacity is returned from the lock and let go of (its object freed) after it: the
+        // sender waits on that lock.
         _ = state.withLock { state in
-            state.journal.add(queued.unsafelyUnwrapped)
-            let dropped = state.book.enqueue(queued.take().unsafelyUnwrapped)
+            state.journal.add(notification)
+            let dropped = state.book.enqueue(notification)
             if dropped != nil { state.journal.noteDroppedAtCapacity() }
             return dropped
         }

@@ -364,7 +364,7 @@ public final class TargetService: Sendable {
 
     /// Queues a notification; one stamped by the box's clock is remembered to be stamped again when sent.
     @inline(__always)
-    func queue(_ notification: consuming DisplayNotification, stampedByBoxClockAt now: MonotonicInstant?) {
+    func queue(_ notification: DisplayNotification, stampedByBoxClockAt now: MonotonicInstant?) {
         if let now {
             // Bounded: with no Date header ever (a proxy that strips it) every display lands here;
             // past the queue's capacity a display is stamped again by the offset instead.
