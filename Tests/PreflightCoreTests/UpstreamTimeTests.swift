@@ -89,4 +89,18 @@ import Testing
         #expect(!after.byBoxClock && after.epochMs == 1_795_608_002_500)
         #expect(time.stamp(at: after.now) == (epochMs: after.epochMs, byBoxClock: false))
     }
+
+    /// The requests of one batch (one `receivedAt`) share one reading of the system's wall clock; another batch
+    /// reads it again. Calls without `receivedAt` always read it.
+    @Test func aBatchsLoadsShareOneReadingOfTheWallClock() async throws {
+        let time = UpstreamTime(SystemClock())
+        let batch = MonotonicInstant.now
+        let first = time.stampNow(receivedAt: batch)
+        #expect(first.byBoxClock && first.now == batch)
+        try await Task.sleep(for: .milliseconds(5))
+        #expect(time.stampNow(receivedAt: batch).epochMs == first.epochMs, "the same batch, the same reading")
+        #expect(time.stampNow().epochMs >= first.epochMs + 5, "no batch: read now")
+        let next = time.stampNow(receivedAt: .now)
+        #expect(next.epochMs >= first.epochMs + 5, "a new batch: read again")
+    }
 }
