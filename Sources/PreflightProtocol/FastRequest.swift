@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An app request on the cached path, read in one pass over its bytes without a JSON tree.
 ///
 /// `read` knows the shapes apps send for the commands that can be answered at once (`ping`,
@@ -193,9 +187,30 @@ struct FastScanner {
     mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count, let base = bytes.baseAddress,
-            memcmp(base + index, literal.utf8Start, count) == 0
+            Self.equal(UnsafeRawPointer(base + index), UnsafeRawPointer(literal.utf8Start), count: count)
         else { return false }
         index += count
+        return true
+    }
+
+    /// Whether `count` bytes at `a` and `b` are equal, compared eight at a time in place: the plain load's fixed parts
+    /// (4 to 29 bytes) through `memcmp` were about 2% of the I/O thread's cycles in a flood (`perf record`), mostly
+    /// the call and its dispatch on length.
+    @inline(__always)
+    static func equal(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
+        var offset = 0
+        while offset + 8 <= count {
+            guard
+                a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            else { return false }
+            offset += 8
+        }
+        while offset < count {
+            guard a.load(fromByteOffset: offset, as: UInt8.self) == b.load(fromByteOffset: offset, as: UInt8.self)
+            else { return false }
+            offset += 1
+        }
         return true
     }
 
