@@ -183,7 +183,9 @@ struct FastScanner {
         return true
     }
 
-    /// Consumes `literal` if its bytes are next (no whitespace skipped).
+    /// Consumes `literal` if its bytes are next (no whitespace skipped). Inlined: the literal's length is then known
+    /// where it is compared.
+    @inline(__always)
     mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count, let base = bytes.baseAddress,
@@ -193,23 +195,29 @@ struct FastScanner {
         return true
     }
 
-    /// Whether `count` bytes at `a` and `b` are equal, compared eight at a time in place: the plain load's fixed parts
-    /// (4 to 29 bytes) through `memcmp` were about 2% of the I/O thread's cycles in a flood (`perf record`), mostly
-    /// the call and its dispatch on length.
+    /// Whether `count` bytes at `a` and `b` are equal, compared a word at a time in place, the last word overlapping
+    /// the one before: the plain load's fixed parts (4 to 29 bytes) through `memcmp` were about 2% of the I/O
+    /// thread's cycles in a flood (`perf record`), mostly the call and its dispatch on length.
     @inline(__always)
     static func equal(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
-        var offset = 0
-        while offset + 8 <= count {
-            guard
-                a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            else { return false }
-            offset += 8
+        func word(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt64 {
+            pointer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
         }
-        while offset < count {
-            guard a.load(fromByteOffset: offset, as: UInt8.self) == b.load(fromByteOffset: offset, as: UInt8.self)
-            else { return false }
-            offset += 1
+        func half(_ pointer: UnsafeRawPointer, _ offset: Int) -> UInt32 {
+            pointer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+        }
+        if count >= 8 {
+            var offset = 0
+            while offset + 8 < count {
+                guard word(a, offset) == word(b, offset) else { return false }
+                offset += 8
+            }
+            return word(a, count - 8) == word(b, count - 8)
+        }
+        if count >= 4 { return half(a, 0) == half(b, 0) && half(a, count - 4) == half(b, count - 4) }
+        for offset in 0..<count
+        where a.load(fromByteOffset: offset, as: UInt8.self) != b.load(fromByteOffset: offset, as: UInt8.self) {
+            return false
         }
         return true
     }

@@ -5,6 +5,36 @@ import Testing
 /// `FastRequest.read` must read what it accepts exactly as the general path does, and leave every
 /// other body (errors above all) to the general path.
 @Suite struct FastRequestTests {
+    /// The in-place comparison of fixed parts, at every length it takes a different way for (bytes, halves, words,
+    /// the overlapping last word) and with a difference at every place.
+    @Test func fixedPartsAreComparedWholeAtEveryLength() {
+        for count in 0...40 {
+            let a = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            a.withUnsafeBytes { left in
+                var b = a
+                b.withUnsafeBytes { right in
+                    #expect(
+                        FastScanner.equal(
+                            left.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                            right.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                            count: count
+                        )
+                    )
+                }
+                for place in 0..<count {
+                    b = a
+                    b[place] ^= 0x20
+                    b.withUnsafeBytes { right in
+                        #expect(
+                            !FastScanner.equal(left.baseAddress!, right.baseAddress!, count: count),
+                            "\(count) bytes differing at \(place)"
+                        )
+                    }
+                }
+            }
+        }
+    }
+
     private let limits = CommandLimits(maxMboxes: 3, maxResources: 3)
 
     private func fast(_ text: String, maxBodyBytes: Int = 1 << 20) -> FastRequest? {
