@@ -130,7 +130,8 @@ struct ReplyBatch {
     /// of the oldest (which whichever thread releases last then frees). Bytes beyond `lentKeptCapacity` are not
     /// kept.
     private mutating func lentBytes(for count: Int) -> LentBytes {
-        for index in lent.indices where isKnownUniquelyReferenced(&lent[index]) && lent[index].capacity >= count {
+        for index in lent.indices
+        where isKnownUniquelyReferenced(&lent[index]) && !lent[index].hasFramesOut && lent[index].capacity >= count {
             return lent[index]
         }
         let made = LentBytes(capacity: max(count, Self.lentCapacity))

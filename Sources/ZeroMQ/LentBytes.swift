@@ -51,6 +51,11 @@ public final class LentBytes: @unchecked Sendable {
         framesOut.add(frames, ordering: .relaxed)
     }
 
+    /// Whether a frame lent from these bytes is still out. Read with acquiring order: once it says none, libzmq's
+    /// thread's last reads of the bytes happened before whatever the owner writes into them next (the owner also
+    /// checks `isKnownUniquelyReferenced`, which says as much only by the release that follows the last return).
+    public var hasFramesOut: Bool { framesOut.load(ordering: .acquiring) != 0 }
+
     /// Returns one frame lent by `lend(frames:)`: libzmq's free function once it is done with the frame, or the
     /// sender for one it did not send. The last return releases the reference the frames held.
     public func returnFrame() {

@@ -164,6 +164,7 @@ import ZeroMQ
             }
         }
         #expect(!isKnownUniquelyReferenced(&owner), "the frames waiting unread hold the bytes")
+        #expect(owner.hasFramesOut)
         for body in bodies {
             #expect(try receiveMessage(on: dealer) == [[], bytes(body)])
         }
@@ -172,6 +173,7 @@ import ZeroMQ
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(isKnownUniquelyReferenced(&owner), "every frame let go of the bytes once read")
+        #expect(!owner.hasFramesOut)
     }
 
     @Test func aLentReplyThatCannotBeRoutedHoldsNothing() throws {
@@ -187,7 +189,7 @@ import ZeroMQ
                 try router.sendPlain(routingID: routingID, body: UnsafeRawBufferPointer(owner.bytes), lentFrom: owner)
             }
         }
-        #expect(isKnownUniquelyReferenced(&owner))
+        #expect(isKnownUniquelyReferenced(&owner) && !owner.hasFramesOut)
     }
 
     @Test func aPlainReplyToAPeerThatLeftIsUnroutable() throws {
