@@ -11,9 +11,10 @@ import ZeroMQ
 ///
 /// When the batch is sent, its plain replies' bytes are copied once into `LentBytes`, from which libzmq sends
 /// them without a copy of its own: one copy for the batch where `zmq_send` made one per reply, in a block it
-/// allocated (and libzmq's thread freed); the batch's frames are lent together, one reference for all. The lent bytes are written again once libzmq has let go of every
-/// reply in them, which for an app waiting for each answer is before its next request arrives; in a flood,
-/// libzmq's thread is still writing out one batch while the next is sent, so a few are kept in turn.
+/// allocated (and libzmq's thread freed); the batch's frames are lent together, one reference for all. The lent
+/// bytes are written again once libzmq has let go of every reply in them, which for an app waiting for each answer
+/// is before its next request arrives; in a flood, libzmq's thread is still writing out one batch while the next
+/// is sent, so a few are kept in turn.
 struct ReplyBatch {
     /// One reply, as `send(_:)` hands it over: a plain one's bytes lie in `lent`, valid for the call, and for as long
     /// as a frame lent from it is out. Its body is one frame of `lent.lend(frames:)` when

@@ -44,9 +44,9 @@ struct NotificationBook: Sendable {
     var isIdle: Bool { pending.isEmpty && inFlight.isEmpty }
 
     /// Queues one notification; at capacity, drops the oldest pending one and returns it, for its caller to let go
-    /// of (outside its lock). The journal writes nothing for
-    /// the drop (see `NotificationJournal`: a replay keeps the newest `capacity`). The queue is never over capacity
-    /// before (see `init(capacity:replayed:)`), so one drop is enough.
+    /// of (outside its lock). The journal writes nothing for the drop (see `NotificationJournal`: a replay keeps the
+    /// newest `capacity`). The queue is never over capacity before (see `init(capacity:replayed:)`), so one drop is
+    /// enough.
     @discardableResult
     mutating func enqueue(_ notification: DisplayNotification) -> DisplayNotification? {
         pending.append(notification)

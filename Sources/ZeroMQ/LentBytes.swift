@@ -22,8 +22,8 @@ import Darwin
 /// `swift_retain` there was 4.6% of the I/O thread's cycles (`perf record`), though a few instructions each.
 ///
 /// The owner writes into `bytes` only while `isKnownUniquelyReferenced` says no frame holds it, the way a
-/// copy-on-write buffer is written in place: the release after the last frame's return happens before that check
-/// sees it.
+/// copy-on-write buffer is written in place, and `hasFramesOut` (an acquiring read) says none is out: libzmq's
+/// thread's last reads of the bytes then happen before the owner's next writes.
 ///
 /// `@unchecked Sendable`: shared with libzmq's thread only through the lent frames, which it reads through and
 /// returns (an atomic count); written by its owner only while it holds the one reference.
