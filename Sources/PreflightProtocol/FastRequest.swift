@@ -188,11 +188,20 @@ struct FastScanner {
     @inline(__always)
     mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count, let base = bytes.baseAddress,
-            Self.equal(UnsafeRawPointer(base + index), UnsafeRawPointer(literal.utf8Start), count: count)
-        else { return false }
+        guard index + count <= bytes.count, bytes(at: index, are: literal) else { return false }
         index += count
         return true
+    }
+
+    /// Whether the bytes from `offset` on are `literal`'s; the caller has checked that as many are there. The one
+    /// comparison of bytes with a literal (`skip`, `matches`).
+    @inline(__always)
+    func bytes(at offset: Int, are literal: StaticString) -> Bool {
+        // A literal of one scalar may be held as that scalar: `withUTF8Buffer` gives its bytes either way.
+        literal.withUTF8Buffer { expected in
+            guard let start = bytes.baseAddress, let wanted = expected.baseAddress else { return expected.isEmpty }
+            return Self.equal(UnsafeRawPointer(start + offset), UnsafeRawPointer(wanted), count: expected.count)
+        }
     }
 
     /// Whether `count` bytes at `a` and `b` are equal, compared a word at a time in place, the last word overlapping
@@ -566,14 +575,6 @@ struct FastScanner {
     }
 
     func matches(_ range: Range<Int>, _ literal: StaticString) -> Bool {
-        guard range.count == literal.utf8CodeUnitCount else { return false }
-        return literal.withUTF8Buffer { expected in
-            var offset = 0
-            while offset < expected.count {
-                if bytes[range.lowerBound + offset] != expected[offset] { return false }
-                offset += 1
-            }
-            return true
-        }
+        range.count == literal.utf8CodeUnitCount && bytes(at: range.lowerBound, are: literal)
     }
 }
