@@ -87,3 +87,40 @@ def test_bench_pages_reads_the_idle_agents_resident_pages_by_section():
     )
     assert sections.get(".text", 0) > 0 and sections.get(".rodata", 0) > 0, completed.stdout
     assert "KiB" in completed.stdout.split(".text by 256 KiB stretch")[1], completed.stdout
+
+
+def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone():
+    """tools/bench --bin-dir A --compare B (docs/BENCHMARKS.md): both agents up at once, each on its own simulator
+    and state folder, flooded in turns against one raw echo; per DEALER count each build's ratio, its CPU a load by
+    thread, and B's ratio over A's in the same rounds. The same build on both sides here: what is checked is that
+    both were measured, not how fast."""
+    doc = os.path.join(REPO, "docs", "BENCHMARKS.md")
+    doc_before = open(doc, "rb").read() if os.path.exists(doc) else None
+    with tempfile.TemporaryDirectory(prefix="pf-bench-compare-") as folder:
+        results_path = os.path.join(folder, "compare.json")
+        completed = subprocess.run(
+            [sys.executable, os.path.join(REPO, "tools", "bench"), "--smoke", "--bin-dir", bin_dir(),
+             "--compare", bin_dir(), "--json", results_path],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,  # a guard against a hang only
+        )
+        assert completed.returncode == 0, completed.stderr[-4000:] + completed.stdout[-2000:]
+        report = json.load(open(results_path))
+
+    # Two agents, each on its own socket (two set up over one folder once shared one, and measured the first twice).
+    assert report["pids"]["A"] != report["pids"]["B"] and report["endpoints"]["A"] != report["endpoints"]["B"], report
+    assert sorted(report["clients"], key=int) == ["1", "4", "16", "64"], report
+    for clients, summary in report["clients"].items():
+        for label in ("A", "B"):
+            assert len(summary[label]["ratios"]) == report["rounds"] >= 1, summary
+            assert summary[label]["ratio"] > 0, summary
+            # Each agent was the one flooded in its turn: its own I/O thread worked (the other agent's would not
+            # count here), and its simulator's CPU was read.
+            assert summary[label]["cpuPerLoadMicroseconds"]["io"] > 0, summary
+            assert summary[label]["cpuPerLoadMicroseconds"]["simulator"] >= 0, summary
+        assert summary["BoverA"] > 0, summary
+    assert "| DEALERs | build | ratio to raw (median) |" in completed.stdout
+    assert (open(doc, "rb").read() if os.path.exists(doc) else None) == doc_before
