@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from agent_harness import REPO, bin_dir
 
 SECTIONS = ["latency", "throughput", "hol", "economy", "http", "footprint", "growth", "steady"]
@@ -89,18 +91,20 @@ def test_bench_pages_reads_the_idle_agents_resident_pages_by_section():
     assert "KiB" in completed.stdout.split(".text by 256 KiB stretch")[1], completed.stdout
 
 
-def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone():
-    """tools/bench --bin-dir A --compare B (docs/BENCHMARKS.md): both agents up at once, each on its own simulator
-    and state folder, flooded in turns against one raw echo; per DEALER count each build's ratio, its CPU a load by
-    thread, and B's ratio over A's in the same rounds. The same build on both sides here: what is checked is that
-    both were measured, not how fast."""
+@pytest.mark.parametrize("away", [False, True], ids=["loopback", "target-away"])
+def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone(away):
+    """tools/bench --bin-dir A --compare B [--target-away] (docs/BENCHMARKS.md): both agents up at once, each on its
+    own simulator and state folder, flooded in turns against one raw echo; per DEALER count each build's ratio, its
+    CPU a load by thread, and B's ratio over A's in the same rounds; with --target-away each simulator answers
+    Delivery calls 200 ms late during the floods. The same build on both sides here: what is checked is that both
+    were measured, not how fast."""
     doc = os.path.join(REPO, "docs", "BENCHMARKS.md")
     doc_before = open(doc, "rb").read() if os.path.exists(doc) else None
     with tempfile.TemporaryDirectory(prefix="pf-bench-compare-") as folder:
         results_path = os.path.join(folder, "compare.json")
         completed = subprocess.run(
             [sys.executable, os.path.join(REPO, "tools", "bench"), "--smoke", "--bin-dir", bin_dir(),
-             "--compare", bin_dir(), "--json", results_path],
+             "--compare", bin_dir(), "--json", results_path] + (["--target-away"] if away else []),
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -113,6 +117,7 @@ def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone()
     # Two agents, each on its own socket (two set up over one folder once shared one, and measured the first twice).
     assert report["pids"]["A"] != report["pids"]["B"] and report["endpoints"]["A"] != report["endpoints"]["B"], report
     assert sorted(report["clients"], key=int) == ["1", "4", "16", "64"], report
+    assert report["targetAwayMs"] == (200 if away else 0), report
     for clients, summary in report["clients"].items():
         for label in ("A", "B"):
             assert len(summary[label]["ratios"]) == report["rounds"] >= 1, summary
