@@ -274,3 +274,34 @@ public struct ByteCursor {
         written += length
     }
 }
+
+/// The decimal digits of the last number written, kept: a stream of numbers that repeat writes each one's digits
+/// once. A flood of cached loads journals one offer's definition and, hundreds of loads a millisecond, one
+/// timestamp over and over; a 13-digit timestamp is about 120 instructions to write (`JSONWriter.writeDigits`),
+/// and a copy of its digits about 20.
+public struct RepeatedDigits: Sendable {
+    @usableFromInline var number: Int64 = 0
+    /// 0: none written yet.
+    @usableFromInline var count = 0
+    /// Room for `JSONWriter.maxIntegerLength` bytes.
+    @usableFromInline var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+
+    public init() {}
+
+    /// Writes `number` in decimal at `out` (room for `JSONWriter.maxIntegerLength` bytes).
+    @inlinable
+    public mutating func write(_ number: Int64, to out: inout ByteCursor) {
+        if count == 0 || number != self.number { keep(number) }
+        withUnsafeBytes(of: digits) {
+            out.put(UnsafeBufferPointer(start: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count))
+        }
+    }
+
+    @usableFromInline
+    mutating func keep(_ number: Int64) {
+        self.number = number
+        count = withUnsafeMutableBytes(of: &digits) {
+            JSONWriter.writeDigits(number, to: $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+}

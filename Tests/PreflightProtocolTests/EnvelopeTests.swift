@@ -102,6 +102,21 @@ import Testing
         #expect(String(decoding: writer.bytes, as: UTF8.self) == "[abcdefg-12z]}}12345")
     }
 
+    /// Kept digits are written again only for the number they were written for: a repeat, a change, a return to
+    /// 0 (the kept state's own start), both ends of Int64.
+    @Test func repeatedDigitsWriteEachNumbersOwnText() {
+        let numbers: [Int64] = [0, 0, 1_800_000_000_000, 1_800_000_000_000, 7, 0, .min, .min, .max, -1, -1, 12]
+        var digits = RepeatedDigits()
+        var writer = JSONWriter()
+        for number in numbers {
+            writer.appendComposed(capacity: JSONWriter.maxIntegerLength + 1) { cursor in
+                digits.write(number, to: &cursor)
+                cursor.put(",")
+            }
+        }
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == numbers.map { "\($0)," }.joined())
+    }
+
     /// Every digit count, both signs and both ends of Int64, against the standard library's own decimal text.
     @Test func integersAreWrittenAsTheirDecimalText() {
         var numbers: [Int64] = [0, 9, 10, 99, 100, 101, 1_760_004_800_123, .max, .min, .max - 1, .min + 1]
