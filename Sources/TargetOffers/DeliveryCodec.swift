@@ -35,7 +35,7 @@ public struct DeliveryCodec: Sendable {
         prefetch: [DeliveryMbox] = [],
         execute: [DeliveryMbox] = [],
         profileParameters: [Parameter] = [],
-        notifications: [DisplayNotification] = [],
+        notifications: [QueuedNotification] = [],
         property: String? = nil,
         visitor: VisitorSession.Snapshot,
         timeOffsetInMinutes: Int,
@@ -128,7 +128,7 @@ public struct DeliveryCodec: Sendable {
         }
 
         /// The request for `notifications` (at least one), with a new `requestId`.
-        func request(notifications: [DisplayNotification]) -> HTTPRequest {
+        func request(notifications: [QueuedNotification]) -> HTTPRequest {
             // Written in one pass into a buffer of the exact size: appended piece by piece, each of the batch's
             // items paid an append's checks (about 110 instructions per display notification on the sender).
             let capacity = head.count + DeliveryCodec.notificationBytes(notifications)
@@ -183,7 +183,7 @@ public struct DeliveryCodec: Sendable {
     }
 
     /// The body, with the notifications' prepared bytes spliced in as the last member.
-    static func encode(_ body: JSONObject, notifications: [DisplayNotification]) -> [UInt8] {
+    static func encode(_ body: JSONObject, notifications: [QueuedNotification]) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 512 + notificationBytes(notifications))
         writer.write(.object(body))
         guard !notifications.isEmpty else { return writer.bytes }
@@ -194,7 +194,7 @@ public struct DeliveryCodec: Sendable {
     }
 
     /// `write` into the end of `bytes`.
-    static func append(_ notifications: [DisplayNotification], to bytes: inout [UInt8]) {
+    static func append(_ notifications: [QueuedNotification], to bytes: inout [UInt8]) {
         let start = bytes.count
         let room = notificationBytes(notifications)
         bytes.append(contentsOf: repeatElement(0, count: room))
@@ -207,19 +207,20 @@ public struct DeliveryCodec: Sendable {
     }
 
     /// The bytes `write` adds, at most.
-    static func notificationBytes(_ notifications: [DisplayNotification]) -> Int {
+    static func notificationBytes(_ notifications: [QueuedNotification]) -> Int {
         notifications.reduce(#","notifications":[]}"#.utf8.count) { total, item in
-            total + item.encodedCount + 1
+            total + item.maxEncodedCount + 1
         }
     }
 
     /// `,"notifications":[…]}` after a body's last member: the notifications' prepared bytes, and the body's
     /// closing brace. `body` has room for `notificationBytes(notifications)` more.
-    static func write(_ notifications: [DisplayNotification], to body: inout ByteCursor) {
+    static func write(_ notifications: [QueuedNotification], to body: inout ByteCursor) {
         body.put(#","notifications":["#)
+        var digits = RepeatedDigits()
         for index in notifications.indices {
             if index > 0 { body.put(UInt8(ascii: ",")) }
-            notifications[index].writeEncoded(to: &body)
+            notifications[index].writeEncoded(to: &body, digits: &digits)
         }
         body.put(UInt8(ascii: "]"))
         body.put(UInt8(ascii: "}"))
@@ -399,7 +400,7 @@ extension DeliveryResponse {
     /// notifications the request carried: an answer confirming them as sent is matched against them in place.
     public static func decode(
         _ response: HTTPResponse,
-        sent: [DisplayNotification] = []
+        sent: [QueuedNotification] = []
     ) throws(DeliveryFailure) -> DeliveryResponse {
         // The answer to a batch of notifications, in one pass (the general reader below says the same).
         if response.status == 200,

@@ -240,19 +240,36 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
     /// The line defining its offer for the short lines after it in the same file, newline included:
     /// `{"def":<definition>,"fragment":{<the offer's members>}}`, with `"property"` when it has one.
     func appendDefinitionLine(to bytes: inout [UInt8]) {
+        Self.appendDefinitionLine(
+            definition: definition,
+            fragment: fields.fragmentBytes,
+            property: property,
+            to: &bytes
+        )
+    }
+
+    /// The `def` line of an offer whose display notifications hold `fragment`.
+    static func appendDefinitionLine(
+        definition: Int,
+        fragment: UnsafeBufferPointer<UInt8>,
+        property: String?,
+        to bytes: inout [UInt8]
+    ) {
         var writer = JSONWriter(reservingCapacity: 0)
         swap(&writer.bytes, &bytes)
         defer { swap(&writer.bytes, &bytes) }
         writer.appendASCII("{\"def\":")
         writer.writeInteger(Int64(definition))
         writer.appendASCII(",\"fragment\":{")
-        writer.bytes.append(contentsOf: fields.fragmentBytes)
+        writer.bytes.append(contentsOf: fragment)
         writer.appendASCII("}")
         writer.bytes.append(contentsOf: Self.propertyMember(property))
         writer.appendASCII("}\n")
     }
 
     private static let addLinePrefix: StaticString = #"{"add":"#
+    private static let idLiteral: StaticString = #"{"id":""#
+    private static let displayTypeAndTimestamp: StaticString = #"","type":"display","timestamp":"#
     private static let shortLinePrefix: StaticString = #"{"a":"#
     private static let shortLineMiddle: StaticString = #","i":"#
     private static let boxClockMember: StaticString = #","boxClock":true"#
@@ -355,7 +372,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         // copy through its enum tag, about 120 instructions per cached load, for a nil one).
         guard offer.decidedOnDevice else {
             return make(
-                typeAndTimestamp: "\",\"type\":\"display\",\"timestamp\":",
+                typeAndTimestamp: displayTypeAndTimestamp,
                 mboxName: offer.name,
                 property: offer.property,
                 fragment: offer.notificationFragment,
@@ -367,7 +384,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             )
         }
         return make(
-            typeAndTimestamp: "\",\"type\":\"display\",\"timestamp\":",
+            typeAndTimestamp: displayTypeAndTimestamp,
             mboxName: offer.name,
             property: offer.property,
             fragment: offer.notificationFragment,
@@ -378,6 +395,51 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             stampedByBoxClock: stampedByBoxClock,
             withImpressionId: true
         )
+    }
+
+    /// The most bytes `writeDisplayHead` writes.
+    static let displayHeadCapacity =
+        idLiteral.utf8CodeUnitCount + 36 + displayTypeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength
+
+    /// The members of a display's item before its offer's, `{"id":"…","type":"display","timestamp":…`, for a queued
+    /// record (`QueuedNotification`): the bytes `display(of:…)` writes for a load without targeting. `timestamp`
+    /// writes the timestamp's digits (a batch's, a journal's, repeat).
+    static func writeDisplayHead(
+        id: UnsafeBufferPointer<UInt8>,
+        timestampMs: Int64,
+        to out: inout ByteCursor,
+        digits timestamp: inout RepeatedDigits
+    ) {
+        out.put(idLiteral)
+        out.put(id)
+        out.put(displayTypeAndTimestamp)
+        timestamp.write(timestampMs, to: &out)
+    }
+
+    /// The most bytes `writeShortDisplayLine` writes.
+    static let shortDisplayLineCapacity = shortLineExtra + displayHeadCapacity + 1
+
+    /// The short journal line of a display whose head `writeDisplayHead` writes, as `display(of:…)` makes it:
+    /// `{"a":<definition>,"i":{"id":"…","type":"display","timestamp":…}}`, its newline included.
+    static func writeShortDisplayLine(
+        definition: Int,
+        id: UnsafeBufferPointer<UInt8>,
+        timestampMs: Int64,
+        to line: inout ByteCursor,
+        digits: inout (definition: RepeatedDigits, timestamp: RepeatedDigits)
+    ) {
+        line.put(shortLinePrefix)
+        digits.definition.write(Int64(definition), to: &line)
+        line.put(shortLineMiddle)
+        writeDisplayHead(id: id, timestampMs: timestampMs, to: &line, digits: &digits.timestamp)
+        line.put(UInt8(ascii: "}"))
+        line.put(UInt8(ascii: "}"))
+        line.put(0x0A)
+    }
+
+    /// A new notification's number (`serial`), for a record that becomes one later.
+    static func nextSerial() -> Int {
+        serials.add(1, ordering: .relaxed).newValue
     }
 
     /// A click on `mbox`: its click metric's event token (`clickedLocation`).
@@ -460,12 +522,11 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             }
             targetingBytes = writer.bytes
         }
-        let idLiteral: StaticString = "{\"id\":\""
         let impressionLiteral: StaticString = "\",\"impressionId\":\""
         let capacity =
             idLiteral.utf8CodeUnitCount + 36 + (withImpressionId ? impressionLiteral.utf8CodeUnitCount + 36 : 0)
             + typeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength + targetingBytes.count + 1
-        let serial = Self.serials.add(1, ordering: .relaxed).newValue
+        let serial = Self.nextSerial()
         let fields = targetingBytes.withUnsafeBufferPointer { targeting in
             makeFields(
                 capacity: capacity,
@@ -501,6 +562,13 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
 
     private init(fields: Fields) {
         self.fields = fields
+    }
+
+    /// Its object, for a queued notification to hold (`QueuedNotification`), and the notification again from it.
+    var storage: AnyObject { fields }
+
+    init(storage: AnyObject) {
+        self.fields = unsafeDowncast(storage, to: Fields.self)
     }
 
     /// A notification whose item is `head` (its id and timestamp first, the timestamp's digits at `digits` in it),

@@ -7,7 +7,7 @@ import PreflightProtocol
 /// time it needs as an argument and returns what the journal must record, so `NotificationQueue`
 /// (which owns the lock and the journal) stays glue, and every rule here is tested without a disk.
 struct NotificationBook: Sendable {
-    private(set) var pending = Deque<DisplayNotification>()
+    private(set) var pending = Deque<QueuedNotification>()
     private(set) var inFlight = InFlightNotifications()
     private(set) var counters = NotificationQueue.Counters()
     private(set) var consecutiveFailures = 0
@@ -31,13 +31,13 @@ struct NotificationBook: Sendable {
     init(capacity: Int, replayed: [DisplayNotification]) {
         self.capacity = capacity
         let kept = replayed.suffix(max(0, capacity))
-        self.pending = Deque(kept)
+        self.pending = Deque(kept.map(QueuedNotification.made))
         self.counters.replayed = kept.count
         self.counters.droppedOverflow = replayed.count - kept.count
     }
 
     /// Everything not yet confirmed, in flight first: what a compacted journal must hold.
-    var live: [DisplayNotification] { Array(inFlight.items) + Array(pending) }
+    var live: [QueuedNotification] { Array(inFlight.items) + Array(pending) }
 
     var liveCount: Int { pending.count + inFlight.count }
 
@@ -48,7 +48,7 @@ struct NotificationBook: Sendable {
     /// newest `capacity`). The queue is never over capacity before (see `init(capacity:replayed:)`), so one drop is
     /// enough.
     @discardableResult
-    mutating func enqueue(_ notification: DisplayNotification) -> DisplayNotification? {
+    mutating func enqueue(_ notification: QueuedNotification) -> QueuedNotification? {
         pending.append(notification)
         counters.queued += 1
         guard liveCount > capacity, let oldest = pending.popFirst() else { return nil }
@@ -63,11 +63,11 @@ struct NotificationBook: Sendable {
     /// carries one): `property` for a batch to `ride` along with that property's work, else the oldest one's.
     /// They stay live (in flight) until settled. A batch to ride along is empty while suspects wait to be
     /// sent on their own.
-    mutating func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
+    mutating func take(max: Int, ride: Bool = false, property: String? = nil) -> [QueuedNotification] {
         if ride && !suspects.isEmpty { return [] }
         guard let first = pending.first else { return [] }
         let wanted = ride ? property : first.property
-        var batch: [DisplayNotification]
+        var batch: [QueuedNotification]
         // Counted by index, holding no slice of `pending`: a live slice would make `removeFirst` copy the whole
         // queue (copy on write) on every take, which under a flood of loads was most of the sender's work.
         let limit = Swift.min(max, pending.count)
@@ -80,7 +80,7 @@ struct NotificationBook: Sendable {
         } else {
             // Several properties interleaved: this property's oldest, the others keeping their order.
             batch = []
-            var others = Deque<DisplayNotification>()
+            var others = Deque<QueuedNotification>()
             for notification in pending {
                 if batch.count < max && notification.property == wanted {
                     batch.append(notification)
@@ -100,11 +100,11 @@ struct NotificationBook: Sendable {
     /// `acknowledged` is in Target's order, which is the request's when it confirms the whole batch: then
     /// the ids are compared in place, with no set to build and hash (once per display notification).
     mutating func complete(
-        _ batch: [DisplayNotification],
+        _ batch: [QueuedNotification],
         acknowledged: AcknowledgedIDs
-    ) -> [DisplayNotification] {
-        var unconfirmed: [DisplayNotification] = []
-        var confirmed: [DisplayNotification] = []
+    ) -> [QueuedNotification] {
+        var unconfirmed: [QueuedNotification] = []
+        var confirmed: [QueuedNotification] = []
         // By index: each element read in place, not copied out.
         if acknowledged.count == batch.count,
             batch.indices.allSatisfy({ index in batch[index].withIDBytes { acknowledged.id(at: index, is: $0) } })
@@ -134,7 +134,7 @@ struct NotificationBook: Sendable {
 
     /// Puts a batch back after a failed send and schedules the next attempt by `retryBackoff`.
     mutating func fail(
-        _ batch: [DisplayNotification],
+        _ batch: [QueuedNotification],
         error: String,
         now: MonotonicInstant,
         epochMs: Int64
@@ -149,7 +149,7 @@ struct NotificationBook: Sendable {
 
     /// Puts back a batch that rode along with work in a request Target refused as invalid: not a failure
     /// (no backoff), but suspects, to be sent on their own and isolated.
-    mutating func suspect(_ batch: [DisplayNotification]) {
+    mutating func suspect(_ batch: [QueuedNotification]) {
         let live = batch.filter { inFlight.remove($0) }
         for notification in live { suspects.insert(notification.id) }
         pending.prepend(contentsOf: live)
@@ -158,7 +158,7 @@ struct NotificationBook: Sendable {
     /// Drops everything not yet confirmed (the box opted out of Target): pending ones at once, and those in
     /// flight when their send settles (they are no longer live, so nothing puts them back). Returns them,
     /// for the journal.
-    mutating func dropAll() -> [DisplayNotification] {
+    mutating func dropAll() -> [QueuedNotification] {
         let dropped = Array(inFlight.items) + Array(pending)
         counters.droppedOptedOut += dropped.count
         pending.removeAll()
@@ -172,10 +172,10 @@ struct NotificationBook: Sendable {
     /// Drops one notification Target refused as invalid when sent alone: retrying it cannot succeed.
     /// Returns it, for the journal.
     mutating func reject(
-        _ notification: DisplayNotification,
+        _ notification: QueuedNotification,
         reason: String,
         epochMs: Int64
-    ) -> [DisplayNotification] {
+    ) -> [QueuedNotification] {
         inFlight.remove(notification)
         suspects.remove(notification.id)
         counters.refused += 1
@@ -216,13 +216,13 @@ struct NotificationBook: Sendable {
 /// dictionary keyed by serial hashed each notification twice (SipHash, and the bucket work about 450
 /// instructions per notification on the sender, tools/bench --profile).
 struct InFlightNotifications: Sendable {
-    private(set) var items = Deque<DisplayNotification>()
+    private(set) var items = Deque<QueuedNotification>()
 
     var count: Int { items.count }
     var isEmpty: Bool { items.isEmpty }
 
     /// Adds a batch taken to send; none of it is in flight already.
-    mutating func insert(_ batch: [DisplayNotification]) {
+    mutating func insert(_ batch: [QueuedNotification]) {
         var last = items.last?.serial ?? .min
         var inOrder = true
         for notification in batch {
@@ -238,7 +238,7 @@ struct InFlightNotifications: Sendable {
 
     /// Removes `notification`; false if it was not in flight (dropped meanwhile, or settled already).
     @discardableResult
-    mutating func remove(_ notification: DisplayNotification) -> Bool {
+    mutating func remove(_ notification: QueuedNotification) -> Bool {
         let index = position(of: notification.serial)
         guard index < items.count, items[index].serial == notification.serial else { return false }
         items.remove(at: index)
@@ -246,7 +246,7 @@ struct InFlightNotifications: Sendable {
     }
 
     /// Removes every notification of `batch` that is in flight.
-    mutating func remove(_ batch: [DisplayNotification]) {
+    mutating func remove(_ batch: [QueuedNotification]) {
         if batch.count <= items.count, batch.indices.allSatisfy({ batch[$0].serial == items[$0].serial }) {
             items.removeFirst(batch.count)
         } else {

@@ -56,30 +56,62 @@ struct NotificationJournal: Sendable {
     struct Definitions: Sendable {
         private var defined = Set<Int>()
         private var last = 0
+        /// The digits of the last record's definition and timestamp, which a flood repeats.
+        private var digits = (definition: RepeatedDigits(), timestamp: RepeatedDigits())
 
         /// Appends `notification`'s line to `bytes`: a display of a cached offer gets the short line, after its
         /// offer's `def` line when the file has none yet; any other notification its whole line. Returns how
         /// many lines it appended.
-        mutating func appendLine(of notification: DisplayNotification, to bytes: inout [UInt8]) -> Int {
-            let definition = notification.definition
-            guard definition != 0 else {
-                notification.appendWholeJournalLine(to: &bytes)
-                return 1
-            }
-            var lines = 1
-            if definition != last {
-                if defined.insert(definition).inserted {
-                    notification.appendDefinitionLine(to: &bytes)
-                    lines += 1
+        mutating func appendLine(of queued: QueuedNotification, to bytes: inout [UInt8]) -> Int {
+            guard let offer = queued.recordOffer else {
+                let notification = queued.notification!
+                let definition = notification.definition
+                guard definition != 0 else {
+                    notification.appendWholeJournalLine(to: &bytes)
+                    return 1
                 }
-                last = definition
+                let lines = define(definition, to: &bytes) { notification.appendDefinitionLine(to: &$0) }
+                notification.withShortJournalLine { bytes.append(contentsOf: $0) }
+                return lines
             }
-            notification.withShortJournalLine { bytes.append(contentsOf: $0) }
+            // A record: the line its display would have as a made notification (`display(of:…)`).
+            let definition = offer.notificationDefinition
+            let lines = define(definition, to: &bytes) {
+                DisplayNotification.appendDefinitionLine(
+                    definition: definition,
+                    fragment: UnsafeBufferPointer(offer.notificationFragment.bytes),
+                    property: offer.property,
+                    to: &$0
+                )
+            }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: DisplayNotification.shortDisplayLineCapacity) {
+                scratch in
+                var line = ByteCursor(scratch.baseAddress!)
+                queued.writeRecordJournalLine(of: offer, to: &line, digits: &digits)
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<line.count]))
+            }
             return lines
         }
 
+        /// Appends the `def` line of `definition` (by `write`) when the file has none yet; returns the lines a
+        /// short line after it adds up to: 2 with a new `def` line, else 1.
+        @inline(__always)
+        private mutating func define(
+            _ definition: Int,
+            to bytes: inout [UInt8],
+            _ write: (inout [UInt8]) -> Void
+        )
+            -> Int
+        {
+            guard definition != last else { return 1 }
+            last = definition
+            guard defined.insert(definition).inserted else { return 1 }
+            write(&bytes)
+            return 2
+        }
+
         /// Lines holding `live`, each offer defined once: what a rewritten file starts with.
-        static func lines(of live: [DisplayNotification]) -> [UInt8] {
+        static func lines(of live: [QueuedNotification]) -> [UInt8] {
             var definitions = Definitions()
             var bytes: [UInt8] = []
             for notification in live { _ = definitions.appendLine(of: notification, to: &bytes) }
@@ -100,7 +132,7 @@ struct NotificationJournal: Sendable {
 
     /// Opens the journal at `path` (nil: no journal, as in tests) after rewriting it to hold only
     /// `live`, atomically, so that the file starts as short as the queue.
-    init(path: String?, live: [DisplayNotification], logger: Logger) {
+    init(path: String?, live: [QueuedNotification], logger: Logger) {
         self.path = path
         self.logger = logger
         guard let path else { return }
@@ -125,9 +157,9 @@ struct NotificationJournal: Sendable {
     /// Records a queued notification: its line goes straight into the unwritten bytes, with no line of
     /// its own to allocate (this runs on the I/O thread for every cache hit). A display of a cached offer
     /// gets the short line, after its offer's `def` line when the file has none yet.
-    mutating func add(_ notification: DisplayNotification) {
+    mutating func add(_ queued: QueuedNotification) {
         guard file != nil else { return }
-        gathered(lines: definitions.appendLine(of: notification, to: &unwritten))
+        gathered(lines: definitions.appendLine(of: queued, to: &unwritten))
     }
 
     /// Notes that the queue dropped a notification at capacity (its line stays in the file, unacknowledged).
@@ -146,7 +178,7 @@ struct NotificationJournal: Sendable {
 
     /// Records notifications that left the queue: `{"ack":["id",…]}`, their ids written straight into the
     /// unwritten bytes.
-    mutating func acknowledge<Notifications: Collection<DisplayNotification>>(_ notifications: Notifications) {
+    mutating func acknowledge<Notifications: Collection<QueuedNotification>>(_ notifications: Notifications) {
         guard !notifications.isEmpty else { return }
         append { bytes in
             // The writer borrows the unwritten bytes and gives them back: no line of its own to copy.
@@ -262,7 +294,7 @@ struct NotificationJournal: Sendable {
 
     /// The replacement holding only `live`, written and fsynced; nil (logged) when it cannot be.
     static func prepareReplacement(
-        keeping live: [DisplayNotification],
+        keeping live: [QueuedNotification],
         path: String,
         logger: Logger
     ) -> FileSystem.Replacement? {

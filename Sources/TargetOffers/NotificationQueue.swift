@@ -85,11 +85,23 @@ public final class NotificationQueue: Sendable {
     /// replies, so an app never sees content whose notification a SIGKILL could lose, and a burst of
     /// loads costs one `write(2)` instead of one each. Never blocks on a flush.
     public func enqueue(_ notification: DisplayNotification) {
-        // The one dropped at capacity is returned from the lock and let go of (its object freed) after it: the
-        // sender waits on that lock.
+        enqueue(.made(notification))
+    }
+
+    /// Queues the display of a prefetched offer (not one decided on the box) by a load without targeting, stamped
+    /// by the real time at `timestampMs`: as a record, not an object (`QueuedNotification`). What every plain cached
+    /// load queues, and a flood of them mostly drops.
+    public func enqueueDisplay(of offer: CachedOffer, timestampMs: Int64) {
+        enqueue(.display(of: offer, timestampMs: timestampMs))
+    }
+
+    @inline(__always)
+    private func enqueue(_ queued: QueuedNotification) {
+        // The one dropped at capacity is returned from the lock and let go of (a made one's object freed) after it:
+        // the sender waits on that lock.
         _ = state.withLock { state in
-            state.journal.add(notification)
-            let dropped = state.book.enqueue(notification)
+            state.journal.add(queued)
+            let dropped = state.book.enqueue(queued)
             if dropped != nil { state.journal.noteDroppedAtCapacity() }
             return dropped
         }
@@ -103,7 +115,7 @@ public final class NotificationQueue: Sendable {
     /// Takes up to `max` notifications of one property to send (they stay journaled until confirmed). A
     /// batch to `ride` along with prefetch or execute work under `property` holds only that property's, and
     /// is empty while refused notifications wait to be isolated.
-    public func take(max: Int, ride: Bool = false, property: String? = nil) -> [DisplayNotification] {
+    public func take(max: Int, ride: Bool = false, property: String? = nil) -> [QueuedNotification] {
         state.withLock { state in
             state.journal.commit()
             return state.book.take(max: max, ride: ride, property: property)
@@ -112,14 +124,14 @@ public final class NotificationQueue: Sendable {
 
     /// Puts back a batch that rode along in a request Target refused as invalid, to be sent on its own
     /// (and isolated) at once; not a failure, so no backoff.
-    public func suspect(_ batch: [DisplayNotification]) {
+    public func suspect(_ batch: [QueuedNotification]) {
         guard !batch.isEmpty else { return }
         state.withLock { $0.book.suspect(batch) }
     }
 
     /// Drops a notification Target refused as invalid when sent alone, and acknowledges it in the journal
     /// so that a restart does not bring it back.
-    public func reject(_ notification: DisplayNotification, reason: String) {
+    public func reject(_ notification: QueuedNotification, reason: String) {
         let epoch = clock.epochMilliseconds()
         state.withLock { state in
             state.journal.acknowledge(state.book.reject(notification, reason: reason, epochMs: epoch))
@@ -142,7 +154,7 @@ public final class NotificationQueue: Sendable {
 
     /// Settles a batch after Target answered: acknowledged ids leave the queue and the journal; any
     /// other goes back to the front to be sent again.
-    public func complete(_ batch: [DisplayNotification], acknowledged: AcknowledgedIDs) {
+    public func complete(_ batch: [QueuedNotification], acknowledged: AcknowledgedIDs) {
         guard !batch.isEmpty else { return }
         state.withLock { state in
             state.journal.acknowledge(state.book.complete(batch, acknowledged: acknowledged))
@@ -152,7 +164,7 @@ public final class NotificationQueue: Sendable {
     }
 
     /// Puts a batch back after a failed send and schedules the next attempt by the book's backoff.
-    public func fail(_ batch: [DisplayNotification], error: String) {
+    public func fail(_ batch: [QueuedNotification], error: String) {
         let now = clock.now()
         let epoch = clock.epochMilliseconds()
         state.withLock { $0.book.fail(batch, error: error, now: now, epochMs: epoch) }
@@ -197,7 +209,7 @@ public final class NotificationQueue: Sendable {
     /// meanwhile does not wait for the disk; what is journaled meanwhile is carried into the new file.
     public func compactJournalIfLarge() {
         let now = clock.now()
-        let begun = state.withLock { state -> (live: [DisplayNotification], path: String)? in
+        let begun = state.withLock { state -> (live: [QueuedNotification], path: String)? in
             if let retryAt = state.compactionRetryAt, now < retryAt { return nil }
             let live = state.book.liveCount
             guard state.journal.isLarge(live: live) || state.journal.holdsDrops && live <= state.book.capacity / 2,

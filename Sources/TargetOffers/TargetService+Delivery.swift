@@ -79,7 +79,7 @@ extension TargetService {
     /// timeout, 5xx, 429, any other status) puts back what is left, for a retry after the backoff.
     /// Returns false after a transient failure.
     @discardableResult
-    private func sendIsolating(_ batch: [DisplayNotification]) async -> Bool {
+    private func sendIsolating(_ batch: [QueuedNotification]) async -> Bool {
         // A batch holds one property's notifications (`NotificationQueue.take`).
         switch await send(
             DeliveryWork(operation: "notifications", property: batch.first?.property),
@@ -121,17 +121,18 @@ extension TargetService {
     /// The batch with every timestamp the box's clock made replaced by the real time, once an upstream
     /// has told it: by the notification's monotonic age when it was displayed in this run, else (replayed
     /// from the journal) by the offset learned.
-    func stamped(_ batch: [DisplayNotification]) -> [DisplayNotification] {
+    func stamped(_ batch: [QueuedNotification]) -> [QueuedNotification] {
         guard batch.contains(where: { $0.stampedByBoxClock }), let correction = time.correction else { return batch }
-        return batch.map { notification in
-            guard notification.stampedByBoxClock else { return notification }
+        return batch.map { queued in
+            // Only a made notification is stamped by the box's clock (a record never is).
+            guard let notification = queued.notification, notification.stampedByBoxClock else { return queued }
             var restamped = notification
             if let displayedAt = boxClockDisplays.withLock({ $0.removeValue(forKey: notification.id) }) {
                 restamped.restamp(time.epochMilliseconds(at: displayedAt))
             } else {
                 restamped.restamp(notification.timestampMs + correction.offsetMs)
             }
-            return restamped
+            return .made(restamped)
         }
     }
 
@@ -156,7 +157,7 @@ extension TargetService {
     /// carried are not the fault, and must neither fail nor be dropped as invalid.
     private func send(
         _ work: DeliveryWork,
-        notifications batch: [DisplayNotification] = []
+        notifications batch: [QueuedNotification] = []
     ) async -> Result<DeliveryResponse, DeliveryFailure> {
         let operation = work.operation
         if work.prefetch.isEmpty && work.execute.isEmpty && batch.isEmpty && !work.probe {
@@ -255,7 +256,7 @@ extension TargetService {
     /// configuration, the visitor's identity, the property and the time zone stay (`NotificationsTemplate`).
     fileprivate func deliveryRequest(
         _ work: DeliveryWork,
-        notifications batch: [DisplayNotification],
+        notifications batch: [QueuedNotification],
         visitor identity: VisitorSession.Snapshot,
         qaModeToken: String?
     ) -> HTTPRequest {

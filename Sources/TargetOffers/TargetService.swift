@@ -352,6 +352,13 @@ public final class TargetService: Sendable {
             deferDisplay(of: offer, targeting: targeting ?? MboxTargeting(), profileParameters: profileParameters)
             return
         }
+        // The plain cached load's display (no targeting, a prefetched offer, the real time known): queued as a
+        // record, not an object (`QueuedNotification`). `case .none` looks at the targeting in place (`== nil`
+        // copied it).
+        if case .none = targeting, profileParameters.isEmpty, !offer.decidedOnDevice, !stamp.byBoxClock {
+            notifications.enqueueDisplay(of: offer, timestampMs: stamp.epochMs)
+            return
+        }
         let notification = DisplayNotification.display(
             of: offer,
             targeting: targeting,

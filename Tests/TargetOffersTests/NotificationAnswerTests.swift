@@ -111,7 +111,7 @@ import UpstreamHTTP
             return Array(#"{"status":200,"requestId":"r-1","notifications":[\#(items)]}"#.utf8)
         }
         func read(_ body: [UInt8], sent: [DisplayNotification]) -> DeliveryResponse? {
-            try? DeliveryResponse.decode(HTTPResponse(status: 200, body: body), sent: sent)
+            try? DeliveryResponse.decode(HTTPResponse(status: 200, body: body), sent: sent.map(QueuedNotification.made))
         }
         let ids = batch.map(\.id)
         let whole = answer(ids)

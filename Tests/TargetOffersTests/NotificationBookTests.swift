@@ -6,6 +6,29 @@ import Testing
 
 @testable import TargetOffers
 
+/// The book as these tests use it: with made notifications.
+extension NotificationBook {
+    @discardableResult
+    mutating func enqueue(_ notification: DisplayNotification) -> QueuedNotification? {
+        enqueue(.made(notification))
+    }
+}
+
+extension InFlightNotifications {
+    mutating func insert(_ batch: [DisplayNotification]) {
+        insert(batch.map(QueuedNotification.made))
+    }
+
+    mutating func remove(_ batch: [DisplayNotification]) {
+        remove(batch.map(QueuedNotification.made))
+    }
+
+    @discardableResult
+    mutating func remove(_ notification: DisplayNotification) -> Bool {
+        remove(.made(notification))
+    }
+}
+
 /// The queue's rules as a pure value: no file, no lock, the time passed in.
 @Suite struct NotificationBookTests {
     private let origin = MonotonicInstant.now

@@ -10,6 +10,27 @@ import UpstreamHTTP
 
 @testable import TargetOffers
 
+/// The journal as these tests use it: with made notifications.
+extension NotificationJournal {
+    mutating func add(_ notification: DisplayNotification) {
+        add(.made(notification))
+    }
+
+    mutating func acknowledge(_ notifications: [DisplayNotification]) {
+        acknowledge(notifications.map(QueuedNotification.made))
+    }
+
+    static func prepareReplacement(
+        keeping live: [DisplayNotification],
+        path: String,
+        logger: Logger
+    )
+        -> FileSystem.Replacement?
+    {
+        prepareReplacement(keeping: live.map(QueuedNotification.made), path: path, logger: logger)
+    }
+}
+
 /// The manual clock these tests start from, at wall time 1,800,000,000,000 ms.
 func manualClock() -> ManualClock { ManualClock(epochOrigin: 1_800_000_000_000) }
 
@@ -527,7 +548,11 @@ func onDeviceService(
             journal.noteDroppedAtCapacity()
             for meanwhile in [false, true] {
                 let began = journal.beginCompaction()
-                let replacement = NotificationJournal.prepareReplacement(keeping: [], path: path, logger: logger)
+                let replacement = NotificationJournal.prepareReplacement(
+                    keeping: [QueuedNotification](),
+                    path: path,
+                    logger: logger
+                )
                 if meanwhile {
                     journal.add(notification("new"))
                     journal.noteDroppedAtCapacity()
@@ -696,13 +721,93 @@ func onDeviceService(
             #expect(batch.map(\.property) == Array(repeating: #"p-"token""#, count: 3))
             #expect(batch.map(\.stampedByBoxClock) == [true, false, true])
             // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
-            func members(_ notification: DisplayNotification) throws -> [String: JSONValue] {
-                let item = try #require(try JSONReader.read(notification.encoded).objectValue)
+            func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
+                let item = try #require(try JSONReader.read(encoded).objectValue)
                 return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
             }
             for (read, written) in zip(batch, [marked, targeted, click]) {
-                #expect(try members(read) == (try members(written)))
+                #expect(try members(read.encoded) == (try members(written.encoded)))
             }
+        }
+    }
+
+    /// A plain cached load's display is queued as a record (`QueuedNotification.display`), never an object: its
+    /// item, its journal line and its id in Target's answer are byte for byte a made display's, a restart brings it
+    /// back as it went in, a compaction keeps it while live, and opting out acknowledges it.
+    @Test func aPlainDisplayQueuedAsARecordIsWrittenAsAMadeOneIs() throws {
+        try inJournalFolder { folder, path in
+            let shelf = CachedOffer(
+                name: "shelf",
+                options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
+                state: "state-shelf",
+                property: "p-1",
+                now: .now,
+                epochMs: 0
+            )
+            let made = DisplayNotification.display(
+                of: shelf,
+                targeting: nil,
+                profileParameters: [],
+                timestampMs: 1_800_000_000_000
+            )
+            let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
+            queue.enqueueDisplay(of: shelf, timestampMs: 1_800_000_000_000)
+            queue.enqueue(made)
+            queue.enqueueDisplay(of: shelf, timestampMs: 1_800_000_000_001)
+            queue.commitJournal()
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            let definition = shelf.notificationDefinition
+            #expect(lines.count == 4 && lines[0].hasPrefix(#"{"def":\#(definition),"fragment":"#))
+            // What a restart would queue again (read without rewriting the file this queue appends to).
+            let replayed = NotificationJournal.replay(path: path, logger: logger)
+            let taken = queue.take(max: 10)
+            #expect(taken.map { $0.recordOffer != nil } == [true, false, true])  // the plain displays are records
+            #expect(taken.map(\.timestampMs) == [1_800_000_000_000, 1_800_000_000_000, 1_800_000_000_001])
+            #expect(taken[1].id == made.id && Set(taken.map(\.id)).count == 3)
+            #expect(
+                taken.map(\.property) == ["p-1", "p-1", "p-1"] && taken.map(\.mboxName) == ["shelf", "shelf", "shelf"]
+            )
+            let madeItem = String(decoding: made.encoded, as: UTF8.self)
+            let madeLine = made.withShortJournalLine { String(decoding: $0, as: UTF8.self) }
+            #expect(lines[2] + "\n" == madeLine)
+            for index in [0, 2] {
+                let record = taken[index]
+                let item = String(decoding: record.encoded, as: UTF8.self)
+                #expect(item.count == record.encoded.count)  // ASCII
+                // Byte for byte a made display's item and journal line, but for its id (and its timestamp).
+                let asMade = item.replacingOccurrences(of: record.id, with: made.id)
+                    .replacingOccurrences(of: "\(record.timestampMs)", with: "\(made.timestampMs)")
+                #expect(asMade == madeItem)
+                let line = lines[index + 1].replacingOccurrences(of: record.id, with: made.id)
+                    .replacingOccurrences(of: "\(record.timestampMs)", with: "\(made.timestampMs)")
+                #expect(line + "\n" == madeLine)
+                #expect(replayed[index].id == record.id && replayed[index].timestampMs == record.timestampMs)
+                // Replay writes `id` and `timestamp` first: the same members.
+                func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
+                    let item = try #require(try JSONReader.read(encoded).objectValue)
+                    return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
+                }
+                #expect(try members(replayed[index].encoded) == (try members(record.encoded)))
+            }
+            // Target's answer names them: matched in place, and the queue settles them.
+            let answer = Array(
+                #"{"notifications":[{"id":"\#(taken[0].id)"},{"id":"\#(taken[1].id)"},{"id":"\#(taken[2].id)"}]}"#.utf8
+            )
+            let response = try DeliveryResponse.decode(HTTPResponse(status: 200, body: answer), sent: taken)
+            #expect(Array(response.acknowledgedNotificationIds) == taken.map(\.id))
+            queue.complete(taken, acknowledged: response.acknowledgedNotificationIds)
+            #expect(queue.summary.counters.sent == 3 && queue.summary.pending + queue.summary.inFlight == 0)
+
+            // In flight and queued records survive a compaction; opting out acknowledges them all.
+            for index in 0..<3000 { queue.enqueueDisplay(of: shelf, timestampMs: 1_800_000_001_000 + Int64(index)) }
+            let inFlight = queue.take(max: 10)
+            queue.compactJournalIfLarge()
+            let live = inFlight.map(\.id) + queue.take(max: 200).map(\.id)
+            #expect(live.count == 100)
+            queue.commitJournal()
+            #expect(NotificationJournal.replay(path: path, logger: logger).map(\.id) == live)
+            #expect(queue.dropAll() == 100)
+            #expect(NotificationJournal.replay(path: path, logger: logger).isEmpty)
         }
     }
 
@@ -720,7 +825,11 @@ func onDeviceService(
             journal.acknowledge([first])
             let began = journal.beginCompaction()
             #expect(began)
-            let replacement = NotificationJournal.prepareReplacement(keeping: [], path: path, logger: logger)
+            let replacement = NotificationJournal.prepareReplacement(
+                keeping: [QueuedNotification](),
+                path: path,
+                logger: logger
+            )
             let during = display()
             journal.add(during)
             let replaced = journal.finishCompaction(replacement, liveCount: 0)
@@ -931,14 +1040,18 @@ func onDeviceService(
                 sessionAge: .zero
             ),
         ]
-        let batch = ["a", "b"].map { name in
-            DisplayNotification.display(
-                of: offer(name),
-                targeting: MboxTargeting(),
-                profileParameters: [],
-                timestampMs: 1_800_000_000_000
-            )
-        }
+        // Made notifications and a queued record (a plain cached load's display).
+        let batch: [QueuedNotification] =
+            ["a", "b"].map { name in
+                .made(
+                    DisplayNotification.display(
+                        of: offer(name),
+                        targeting: MboxTargeting(),
+                        profileParameters: [],
+                        timestampMs: 1_800_000_000_000
+                    )
+                )
+            } + [.display(of: offer("c"), timestampMs: 1_800_000_000_001)]
         for configuration in [configured, TargetConfiguration(clientCode: "acme")] {
             for identity in visitors {
                 for property in [nil, "other-property"] {
