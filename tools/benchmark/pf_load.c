@@ -4,6 +4,10 @@
  *
  *   pf-load latency    ENDPOINT BODIES -n N [-w WARMUP] [-e EXPECT] [-t TIMEOUT_MS]
  *       One REQ socket, N sequential round trips after WARMUP unmeasured ones.
+ *   pf-load pair       REFERENCE MEASURED BODIES -n N [-w WARMUP] [-k BLOCK] [-e EXPECT] [-t TIMEOUT_MS]
+ *       Two REQ sockets, N round trips on each after WARMUP unmeasured ones, in alternating blocks of BLOCK
+ *       (default 500): both endpoints meet the same moments of a shared machine, where two runs one after the
+ *       other meet different ones. Prints {"reference": <latencies>, "measured": <latencies>}.
  *   pf-load throughput ENDPOINT BODIES -c CLIENTS -W WINDOW -s SECONDS [-u WARMUP_S] [-e EXPECT]
  *       CLIENTS DEALER sockets driven by one thread, each keeping WINDOW requests in flight;
  *       replies received inside the measured window are counted.
@@ -125,7 +129,8 @@ static double rank(const uint64_t *sorted, size_t n, double percent) {
     return (double)sorted[index - 1] / 1000.0;
 }
 
-static void print_latencies(const char *mode, uint64_t *samples, size_t n, uint64_t errors, const char *extra) {
+/* The latencies' JSON object, without a newline. */
+static void print_latency_object(const char *mode, uint64_t *samples, size_t n, uint64_t errors, const char *extra) {
     qsort(samples, n, sizeof *samples, compare_u64);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += (double)samples[i];
@@ -135,12 +140,17 @@ static void print_latencies(const char *mode, uint64_t *samples, size_t n, uint6
            rank(samples, n, 99.9), (double)samples[0] / 1000.0, (double)samples[n - 1] / 1000.0,
            sum / (double)n / 1000.0, extra ? extra : "");
     for (int p = 1; p <= 99; p++) printf("\"%d\":%.3f,", p, rank(samples, n, p));
-    printf("\"99.9\":%.3f,\"99.99\":%.3f,\"100\":%.3f}}\n", rank(samples, n, 99.9), rank(samples, n, 99.99),
+    printf("\"99.9\":%.3f,\"99.99\":%.3f,\"100\":%.3f}}", rank(samples, n, 99.9), rank(samples, n, 99.99),
            rank(samples, n, 100));
 }
 
+static void print_latencies(const char *mode, uint64_t *samples, size_t n, uint64_t errors, const char *extra) {
+    print_latency_object(mode, samples, n, errors, extra);
+    printf("\n");
+}
+
 typedef struct {
-    long n, warmup, clients, window, timeout_ms;
+    long n, warmup, clients, window, timeout_ms, block;
     double seconds, warmup_seconds;
     const char *expect;
 } options_t;
@@ -160,6 +170,7 @@ static void parse_options(int argc, char **argv, int first, options_t *options) 
         else if (!strcmp(flag, "-s")) options->seconds = atof(value);
         else if (!strcmp(flag, "-u")) options->warmup_seconds = atof(value);
         else if (!strcmp(flag, "-t")) options->timeout_ms = atol(value);
+        else if (!strcmp(flag, "-k")) options->block = atol(value);
         else if (!strcmp(flag, "-e")) options->expect = value;
         else {
             fprintf(stderr, "pf-load: unknown option %s\n", flag);
@@ -170,30 +181,73 @@ static void parse_options(int argc, char **argv, int first, options_t *options) 
 
 /* ---- latency: REQ, one round trip at a time ---------------------------------------------- */
 
-static int run_latency(const char *endpoint, bodies_t *bodies, options_t *o) {
-    void *context = zmq_ctx_new();
+static void *connect_req(void *context, const char *endpoint, options_t *o) {
     void *socket = zmq_socket(context, ZMQ_REQ);
     int linger = 0, timeout = (int)o->timeout_ms;
     zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(socket, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     if (zmq_connect(socket, endpoint) != 0) fail("connect");
+    return socket;
+}
+
+/* One round trip on a REQ socket: its nanoseconds; a reply without EXPECT counts in *errors. */
+static uint64_t round_trip(void *socket, bodies_t *bodies, zmq_msg_t *reply, options_t *o, uint64_t *errors) {
+    body_t *body = next_body(bodies);
+    uint64_t start = now_ns();
+    if (zmq_send(socket, body->bytes, body->length, 0) < 0) fail("send");
+    if (zmq_msg_recv(reply, socket, 0) < 0) fail(zmq_errno() == EAGAIN ? "receive timed out" : "receive");
+    uint64_t end = now_ns();
+    size_t expect_length = o->expect ? strlen(o->expect) : 0;
+    if (!contains(zmq_msg_data(reply), zmq_msg_size(reply), o->expect, expect_length)) (*errors)++;
+    return end - start;
+}
+
+static int run_latency(const char *endpoint, bodies_t *bodies, options_t *o) {
+    void *context = zmq_ctx_new();
+    void *socket = connect_req(context, endpoint, o);
     uint64_t *samples = malloc((size_t)o->n * sizeof(uint64_t));
     uint64_t errors = 0;
-    size_t expect_length = o->expect ? strlen(o->expect) : 0;
     zmq_msg_t reply;
     zmq_msg_init(&reply);
     for (long i = -o->warmup; i < o->n; i++) {
-        body_t *body = next_body(bodies);
-        uint64_t start = now_ns();
-        if (zmq_send(socket, body->bytes, body->length, 0) < 0) fail("send");
-        if (zmq_msg_recv(&reply, socket, 0) < 0) fail(zmq_errno() == EAGAIN ? "receive timed out" : "receive");
-        uint64_t end = now_ns();
-        if (!contains(zmq_msg_data(&reply), zmq_msg_size(&reply), o->expect, expect_length)) errors++;
-        if (i >= 0) samples[i] = end - start;
+        uint64_t elapsed = round_trip(socket, bodies, &reply, o, &errors);
+        if (i >= 0) samples[i] = elapsed;
     }
     zmq_msg_close(&reply);
     print_latencies("latency", samples, (size_t)o->n, errors, NULL);
     zmq_close(socket);
+    zmq_ctx_term(context);
+    return 0;
+}
+
+/* ---- pair: two REQ sockets, alternating blocks of round trips ---------------------------- */
+
+static int run_pair(const char *reference, const char *measured, bodies_t *bodies, options_t *o) {
+    void *context = zmq_ctx_new();
+    void *sockets[2] = {connect_req(context, reference, o), connect_req(context, measured, o)};
+    uint64_t *samples[2] = {malloc((size_t)o->n * sizeof(uint64_t)), malloc((size_t)o->n * sizeof(uint64_t))};
+    uint64_t errors[2] = {0, 0};
+    long taken[2] = {0, 0};
+    long block = o->block > 0 ? o->block : 500;
+    zmq_msg_t reply;
+    zmq_msg_init(&reply);
+    uint64_t ignored = 0;
+    for (int side = 0; side < 2; side++)
+        for (long i = 0; i < o->warmup; i++) round_trip(sockets[side], bodies, &reply, o, &ignored);
+    for (int side = 0; taken[0] < o->n || taken[1] < o->n; side ^= 1) {
+        for (long i = 0; i < block && taken[side] < o->n; i++) {
+            uint64_t elapsed = round_trip(sockets[side], bodies, &reply, o, &errors[side]);
+            samples[side][taken[side]++] = elapsed;
+        }
+    }
+    zmq_msg_close(&reply);
+    printf("{\"mode\":\"pair\",\"block\":%ld,\"reference\":", block);
+    print_latency_object("latency", samples[0], (size_t)o->n, errors[0], NULL);
+    printf(",\"measured\":");
+    print_latency_object("latency", samples[1], (size_t)o->n, errors[1], NULL);
+    printf("}\n");
+    zmq_close(sockets[0]);
+    zmq_close(sockets[1]);
     zmq_ctx_term(context);
     return 0;
 }
@@ -407,6 +461,11 @@ int main(int argc, char **argv) {
         bodies_t bodies = load_bodies(argv[3]);
         return run_latency(argv[2], &bodies, &o);
     }
+    if (argc >= 5 && !strcmp(argv[1], "pair")) {
+        parse_options(argc, argv, 5, &o);
+        bodies_t bodies = load_bodies(argv[4]);
+        return run_pair(argv[2], argv[3], &bodies, &o);
+    }
     if (argc >= 4 && !strcmp(argv[1], "throughput")) {
         parse_options(argc, argv, 4, &o);
         bodies_t bodies = load_bodies(argv[3]);
@@ -419,6 +478,7 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr,
             "usage: pf-load latency ENDPOINT BODIES [-n N] [-w WARMUP] [-e EXPECT] [-t TIMEOUT_MS]\n"
+            "       pf-load pair REFERENCE MEASURED BODIES [-n N] [-w WARMUP] [-k BLOCK] [-e EXPECT] [-t TIMEOUT_MS]\n"
             "       pf-load throughput ENDPOINT BODIES [-c CLIENTS] [-W WINDOW] [-s SECONDS] [-u WARMUP_S] [-e EXPECT]\n"
             "       pf-load http HOST:PORT PATH BODIES [-n N] [-w WARMUP] [-e EXPECT]\n");
     return 64;
