@@ -321,6 +321,24 @@ func onDeviceService(
         .display(of: offer(name), targeting: MboxTargeting(), profileParameters: [], timestampMs: epochMs)
     }
 
+    /// The offer the journal's tests display: an html option with an event token, a state, and `property`.
+    private func shelf(property: String) -> CachedOffer {
+        CachedOffer(
+            name: "shelf",
+            options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
+            state: "state-shelf",
+            property: property,
+            now: .now,
+            epochMs: 0
+        )
+    }
+
+    /// An encoded item's members by name: a replay writes `id` and `timestamp` first, the rest as they were.
+    private func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
+        let item = try #require(try JSONReader.read(encoded).objectValue)
+        return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
+    }
+
     @Test func anEntryLeavesOnlyWhenTargetReturnsItsId() {
         let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manualClock(), logger: logger)
         let first = notification("a")
@@ -665,14 +683,7 @@ func onDeviceService(
     /// box-clock mark come back as they went in.
     @Test func journalLinesCarryThePropertyAndTheBoxClockMarkAndOffersAreDefinedOnce() throws {
         try inJournalFolder { folder, path in
-            let withProperty = CachedOffer(
-                name: "shelf",
-                options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
-                state: "state-shelf",
-                property: "p-\"token\"",
-                now: .now,
-                epochMs: 0
-            )
+            let withProperty = shelf(property: "p-\"token\"")
             let marked = DisplayNotification.display(
                 of: withProperty,
                 targeting: nil,
@@ -720,11 +731,7 @@ func onDeviceService(
             #expect(batch.map(\.id) == [marked.id, targeted.id, click.id])
             #expect(batch.map(\.property) == Array(repeating: #"p-"token""#, count: 3))
             #expect(batch.map(\.stampedByBoxClock) == [true, false, true])
-            // Replay reads the item as JSON and writes it again (`id` and `timestamp` first): the same members.
-            func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
-                let item = try #require(try JSONReader.read(encoded).objectValue)
-                return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
-            }
+            // Replay reads the item as JSON and writes it again: the same members.
             for (read, written) in zip(batch, [marked, targeted, click]) {
                 #expect(try members(read.encoded) == (try members(written.encoded)))
             }
@@ -736,14 +743,7 @@ func onDeviceService(
     /// back as it went in, a compaction keeps it while live, and opting out acknowledges it.
     @Test func aPlainDisplayQueuedAsARecordIsWrittenAsAMadeOneIs() throws {
         try inJournalFolder { folder, path in
-            let shelf = CachedOffer(
-                name: "shelf",
-                options: [OfferOption(type: "html", content: .string("<b>hi</b>"), eventToken: "tok")],
-                state: "state-shelf",
-                property: "p-1",
-                now: .now,
-                epochMs: 0
-            )
+            let shelf = shelf(property: "p-1")
             let made = DisplayNotification.display(
                 of: shelf,
                 targeting: nil,
@@ -782,11 +782,6 @@ func onDeviceService(
                     .replacingOccurrences(of: "\(record.timestampMs)", with: "\(made.timestampMs)")
                 #expect(line + "\n" == madeLine)
                 #expect(replayed[index].id == record.id && replayed[index].timestampMs == record.timestampMs)
-                // Replay writes `id` and `timestamp` first: the same members.
-                func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
-                    let item = try #require(try JSONReader.read(encoded).objectValue)
-                    return Dictionary(uniqueKeysWithValues: item.map { ($0.key, $0.value) })
-                }
                 #expect(try members(replayed[index].encoded) == (try members(record.encoded)))
             }
             // Target's answer names them: matched in place, and the queue settles them.
