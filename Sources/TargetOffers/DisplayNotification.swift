@@ -402,8 +402,8 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         idLiteral.utf8CodeUnitCount + 36 + displayTypeAndTimestamp.utf8CodeUnitCount + JSONWriter.maxIntegerLength
 
     /// The members of a display's item before its offer's, `{"id":"…","type":"display","timestamp":…`, for a queued
-    /// record (`QueuedNotification`): the bytes `display(of:…)` writes for a load without targeting. `timestamp`
-    /// writes the timestamp's digits (a batch's, a journal's, repeat).
+    /// record (`QueuedNotification`): the bytes `display(of:…)` writes for a load without targeting. `digits` writes
+    /// the timestamp's (kept across a batch or the journal, where timestamps repeat).
     static func writeDisplayHead(
         id: UnsafeBufferPointer<UInt8>,
         timestampMs: Int64,
@@ -437,7 +437,8 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         line.put(0x0A)
     }
 
-    /// A new notification's number (`serial`), for a record that becomes one later.
+    /// A new notification's number (`serial`): made notifications and queued records draw from the one counter, so
+    /// the in-flight table orders both.
     static func nextSerial() -> Int {
         serials.add(1, ordering: .relaxed).newValue
     }
