@@ -58,7 +58,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         let fragmentBytes: UnsafeBufferPointer<UInt8>
     }
 
-    /// Bytes made once and shared: an offer's members of its display notifications (`CachedOffer`), at an
+    /// Bytes made once and shared: an offer's members of its display notifications (`DisplayTemplate`), at an
     /// address that stays put while the object lives (allocated by it, freed by its `deinit`).
     ///
     /// `@unchecked Sendable`: written only in `init`, read only after.
@@ -676,5 +676,23 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             definition: fields.definition,
             serial: fields.serial
         )
+    }
+}
+
+/// What every display notification of one cached offer shares: its mbox's name and property, its members
+/// (`fragment`) and the number the journal defines them under (`definition`). The offer holds it, and so does each of
+/// its displays queued as a record (`QueuedNotification`), which needs no more of it: a display waiting for Target
+/// holds these few hundred bytes, not the offer's content, which the cache may let go of meanwhile (its budget).
+final class DisplayTemplate: Sendable {
+    let name: String
+    let property: String?
+    let fragment: DisplayNotification.Fragment
+    let definition: Int
+
+    init(name: String, property: String?, fragment: DisplayNotification.Fragment, definition: Int) {
+        self.name = name
+        self.property = property
+        self.fragment = fragment
+        self.definition = definition
     }
 }

@@ -63,7 +63,7 @@ struct NotificationJournal: Sendable {
         /// offer's `def` line when the file has none yet; any other notification its whole line. Returns how
         /// many lines it appended.
         mutating func appendLine(of queued: QueuedNotification, to bytes: inout [UInt8]) -> Int {
-            guard let offer = queued.recordOffer else {
+            guard let template = queued.recordTemplate else {
                 let notification = queued.notification!
                 let definition = notification.definition
                 guard definition != 0 else {
@@ -75,19 +75,19 @@ struct NotificationJournal: Sendable {
                 return lines
             }
             // A record: the line its display would have as a made notification (`display(of:…)`).
-            let definition = offer.notificationDefinition
+            let definition = template.definition
             let lines = define(definition, to: &bytes) {
                 DisplayNotification.appendDefinitionLine(
                     definition: definition,
-                    fragment: UnsafeBufferPointer(offer.notificationFragment.bytes),
-                    property: offer.property,
+                    fragment: UnsafeBufferPointer(template.fragment.bytes),
+                    property: template.property,
                     to: &$0
                 )
             }
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: DisplayNotification.shortDisplayLineCapacity) {
                 scratch in
                 var line = ByteCursor(scratch.baseAddress!)
-                queued.writeRecordJournalLine(of: offer, to: &line, digits: &digits)
+                queued.writeRecordJournalLine(of: template, to: &line, digits: &digits)
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<line.count]))
             }
             return lines

@@ -78,13 +78,16 @@ public final class CachedOffer: Sendable {
     let loadResult: [UInt8]
     /// Where the encoded content lies in `loadResult`.
     private let contentRange: Range<Int>
+    /// What every display notification of the offer shares (`DisplayTemplate`): a queued display holds this, not the
+    /// offer.
+    let displayTemplate: DisplayTemplate
     /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
     /// depend on the offer.
-    let notificationFragment: DisplayNotification.Fragment
+    var notificationFragment: DisplayNotification.Fragment { displayTemplate.fragment }
     /// This run's number for the offer, unique in the process (never reused, as an address could be): the
     /// notification journal writes `notificationFragment` once per file under it, and each display's line
     /// refers to it (`NotificationJournal`).
-    let notificationDefinition = CachedOffer.definitions.add(1, ordering: .relaxed).newValue
+    var notificationDefinition: Int { displayTemplate.definition }
     public let cachedAt: MonotonicInstant
     public let cachedAtEpochMs: Int64
     private let hitCount = Atomic<Int>(0)
@@ -134,12 +137,17 @@ public final class CachedOffer: Sendable {
         writer.appendASCII(Self.loadResultTail)
         self.loadResult = writer.bytes
         let eventTokens = options.compactMap(\.eventToken)
-        self.notificationFragment = DisplayNotification.fragment(mbox: name, state: state, tokens: eventTokens)
+        self.displayTemplate = DisplayTemplate(
+            name: name,
+            property: property,
+            fragment: DisplayNotification.fragment(mbox: name, state: state, tokens: eventTokens),
+            definition: CachedOffer.definitions.add(1, ordering: .relaxed).newValue
+        )
         self.cachedAt = now
         self.cachedAtEpochMs = epochMs
         let tokenBytes = eventTokens.reduce(0) { $0 + $1.utf8.count }
         self.bytes =
-            loadResult.count + notificationFragment.count + tokenBytes + (state?.utf8.count ?? 0)
+            loadResult.count + displayTemplate.fragment.count + tokenBytes + (state?.utf8.count ?? 0)
             + name.utf8.count * 2 + 48 * optionInfo.count + 160 + (clickToken?.utf8.count ?? 0)
             + (encodedData?.count ?? 0) + (property?.utf8.count ?? 0)
     }

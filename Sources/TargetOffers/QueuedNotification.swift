@@ -13,18 +13,19 @@ import Darwin
 /// A plain cached load queues its display on the I/O thread, and in a flood of loads the queue is full and drops
 /// one for each it queues. A `DisplayNotification` is an object: an allocation, references to its offer's name,
 /// property and members, and a free (on the sender once sent; in a flood on the I/O thread, 10,000 loads later and
-/// out of the processor's cache). A record is its offer (in the cache anyway), its id (written once, as its text),
-/// its timestamp and serial, in the queue's ring. Its journal line, its item in a request body, its id in Target's
+/// out of the processor's cache). A record is its offer's `DisplayTemplate` (which the offer holds anyway; not the
+/// offer, whose content the cache may let go of while the display waits), its id (written once, as its text), its
+/// timestamp and serial, in the queue's ring. Its journal line, its item in a request body, its id in Target's
 /// answer and in the journal's acknowledgement are written or compared from those: the bytes a made notification
 /// has for the same display (`DisplayNotification.writeDisplayHead`).
 ///
-/// One reference either way (the made notification's object or the record's offer), so that a copy, in and out of
+/// One reference either way (the made notification's object or the record's template), so that a copy, in and out of
 /// the queue's ring, the in-flight table and a batch, is a retain and a copy of bytes: an enum of the two cases
 /// cost its value witness about 80 instructions a copy, several copies a notification.
 ///
 /// `@unchecked Sendable`: its reference is to one of two immutable `Sendable` classes, held as `AnyObject`.
 public struct QueuedNotification: @unchecked Sendable {
-    /// The made notification's object (`DisplayNotification.storage`), or the record's `CachedOffer`.
+    /// The made notification's object (`DisplayNotification.storage`), or the record's `DisplayTemplate`.
     private let object: AnyObject
     private let isRecord: Bool
     /// A record's id; zeros for a made notification.
@@ -76,7 +77,7 @@ public struct QueuedNotification: @unchecked Sendable {
     /// stamped by the real time: a record, its id and serial drawn now.
     static func display(of offer: CachedOffer, timestampMs: Int64) -> QueuedNotification {
         QueuedNotification(
-            object: offer,
+            object: offer.displayTemplate,
             isRecord: true,
             idText: .random(),
             timestampMs: timestampMs,
@@ -89,18 +90,18 @@ public struct QueuedNotification: @unchecked Sendable {
         isRecord ? nil : DisplayNotification(storage: object)
     }
 
-    /// A record's offer; nil for a made notification.
-    var recordOffer: CachedOffer? {
-        isRecord ? unsafeDowncast(object, to: CachedOffer.self) : nil
+    /// A record's template; nil for a made notification.
+    var recordTemplate: DisplayTemplate? {
+        isRecord ? unsafeDowncast(object, to: DisplayTemplate.self) : nil
     }
 
     /// The property token of the offer it counts; nil: the configured property.
     public var property: String? {
-        recordOffer?.property ?? notification?.property
+        isRecord ? recordTemplate!.property : notification!.property
     }
 
     public var mboxName: String {
-        recordOffer?.name ?? notification!.mboxName
+        recordTemplate?.name ?? notification!.mboxName
     }
 
     /// Stamped by the box's own clock (`DisplayNotification.stampedByBoxClock`); a record never is.
@@ -155,32 +156,32 @@ public struct QueuedNotification: @unchecked Sendable {
 
     /// The most bytes `writeEncoded` writes.
     var maxEncodedCount: Int {
-        guard let offer = recordOffer else { return notification!.encodedCount }
-        return DisplayNotification.displayHeadCapacity + 2 + offer.notificationFragment.count
+        guard let template = recordTemplate else { return notification!.encodedCount }
+        return DisplayNotification.displayHeadCapacity + 2 + template.fragment.count
     }
 
     /// Writes its Delivery API `notifications` item at `out` (room for `maxEncodedCount` bytes); `digits` writes a
     /// record's timestamp (those of a batch repeat in a flood).
     func writeEncoded(to out: inout ByteCursor, digits: inout RepeatedDigits) {
-        guard let offer = recordOffer else { return notification!.writeEncoded(to: &out) }
+        guard let template = recordTemplate else { return notification!.writeEncoded(to: &out) }
         idText.withBytes {
             DisplayNotification.writeDisplayHead(id: $0, timestampMs: timestampMs, to: &out, digits: &digits)
         }
         out.put(UInt8(ascii: ","))
-        out.put(UnsafeBufferPointer(offer.notificationFragment.bytes))
+        out.put(UnsafeBufferPointer(template.fragment.bytes))
         out.put(UInt8(ascii: "}"))
     }
 
-    /// A record's short journal line (`{"a":…,"i":…}`, its offer's `notificationDefinition`) at `line`, room for
+    /// A record's short journal line (`{"a":…,"i":…}`, its template's `definition`) at `line`, room for
     /// `DisplayNotification.shortDisplayLineCapacity` bytes.
     func writeRecordJournalLine(
-        of offer: CachedOffer,
+        of template: DisplayTemplate,
         to line: inout ByteCursor,
         digits: inout (definition: RepeatedDigits, timestamp: RepeatedDigits)
     ) {
         idText.withBytes { id in
             DisplayNotification.writeShortDisplayLine(
-                definition: offer.notificationDefinition,
+                definition: template.definition,
                 id: id,
                 timestampMs: timestampMs,
                 to: &line,

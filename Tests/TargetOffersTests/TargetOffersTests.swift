@@ -761,7 +761,7 @@ func onDeviceService(
             // What a restart would queue again (read without rewriting the file this queue appends to).
             let replayed = NotificationJournal.replay(path: path, logger: logger)
             let taken = queue.take(max: 10)
-            #expect(taken.map { $0.recordOffer != nil } == [true, false, true])  // the plain displays are records
+            #expect(taken.map { $0.recordTemplate != nil } == [true, false, true])  // the plain displays are records
             #expect(taken.map(\.timestampMs) == [1_800_000_000_000, 1_800_000_000_000, 1_800_000_000_001])
             #expect(taken[1].id == made.id && Set(taken.map(\.id)).count == 3)
             #expect(
@@ -804,6 +804,23 @@ func onDeviceService(
             #expect(queue.dropAll() == 100)
             #expect(NotificationJournal.replay(path: path, logger: logger).isEmpty)
         }
+    }
+
+    /// A queued record holds its offer's `DisplayTemplate`, not the offer: an offer the cache lets go of (its budget)
+    /// while Target is away does not stay in memory for its displays, and they are still sent whole.
+    @Test func aQueuedRecordDoesNotKeepItsOfferAlive() throws {
+        let queue = NotificationQueue(journalPath: nil, capacity: 100, clock: manualClock(), logger: logger)
+        weak var released: CachedOffer?
+        do {
+            let evicted = shelf(property: "p-2")
+            released = evicted
+            queue.enqueueDisplay(of: evicted, timestampMs: 1_800_000_000_000)
+        }
+        #expect(released == nil)
+        let taken = queue.take(max: 10)
+        #expect(taken.count == 1 && taken[0].mboxName == "shelf" && taken[0].property == "p-2")
+        let item = try members(taken[0].encoded)
+        #expect(item["mbox"] == ["name": "shelf", "state": "state-shelf"] && item["tokens"] == ["tok"])
     }
 
     /// A compaction's replacement starts with whole lines, and a truncation with nothing: an offer defined in the
