@@ -47,7 +47,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         let lineCount: Int
         let timestampDigits: Range<Int>
         let serial: Int
-        /// The offer's `notificationDefinition` for a display of a cached offer, whose `fragment` the journal
+        /// The offer's `DisplayTemplate.definition` for a display of a cached offer, whose `fragment` the journal
         /// writes once per file; 0 for any other (its journal line is the whole one).
         let definition: Int
         /// The members between `head` and `rest` without their braces: `"mbox":{…},"tokens":[…]` (a display
@@ -225,7 +225,7 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
         }
     }
 
-    /// The offer this display's short journal line refers to (`CachedOffer.notificationDefinition`); 0: none,
+    /// The offer this display's short journal line refers to (`DisplayTemplate.definition`); 0: none,
     /// the journal writes its whole line (a click, one read back from a journal).
     var definition: Int { fields.definition }
 
@@ -375,8 +375,8 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
                 typeAndTimestamp: displayTypeAndTimestamp,
                 mboxName: offer.name,
                 property: offer.property,
-                fragment: offer.notificationFragment,
-                definition: offer.notificationDefinition,
+                fragment: offer.displayTemplate.fragment,
+                definition: offer.displayTemplate.definition,
                 targeting: targeting,
                 profileParameters: profileParameters,
                 timestampMs: timestampMs,
@@ -387,8 +387,8 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
             typeAndTimestamp: displayTypeAndTimestamp,
             mboxName: offer.name,
             property: offer.property,
-            fragment: offer.notificationFragment,
-            definition: offer.notificationDefinition,
+            fragment: offer.displayTemplate.fragment,
+            definition: offer.displayTemplate.definition,
             targeting: nil,
             profileParameters: [],
             timestampMs: timestampMs,
@@ -680,7 +680,9 @@ public struct DisplayNotification: @unchecked Sendable, Hashable {
 }
 
 /// What every display notification of one cached offer shares: its mbox's name and property, its members
-/// (`fragment`) and the number the journal defines them under (`definition`). The offer holds it, and so does each of
+/// (`fragment`) and the number the journal defines them under (`definition`: this run's number for the offer, unique
+/// in the process and never reused, as an address could be; `NotificationJournal` writes `fragment` once per file under
+/// it, and each display's line refers to it). The offer holds it, and so does each of
 /// its displays queued as a record (`QueuedNotification`), which needs no more of it: a display waiting for Target
 /// holds these few hundred bytes, not the offer's content, which the cache may let go of meanwhile (its budget).
 final class DisplayTemplate: Sendable {

@@ -6,7 +6,7 @@ import StateFiles
 /// (with `"property"` when it belongs to a property other than the configured one, `"boxClock":true` when the
 /// box's clock stamped it); a display of a cached offer is shorter, `{"a":S,"i":<the item without the offer's
 /// members>}`, after the offer's members were written once in the file as `{"def":S,"fragment":{…}}` (S the
-/// offer's `notificationDefinition`): a flood of loads writes about 90 bytes a load instead of 240 and more.
+/// offer's `DisplayTemplate.definition`): a flood of loads writes about 90 bytes a load instead of 240 and more.
 /// `{"ack":["id",…]}` when notifications leave (confirmed by Target, refused, or dropped on opting out). Lines
 /// are gathered in memory and written by one `write(2)` at `commit()` (group commit), fsynced by `sync()`, and
 /// the whole file is rewritten atomically (the same lines, each offer defined once) when its history outgrows

@@ -78,16 +78,10 @@ public final class CachedOffer: Sendable {
     let loadResult: [UInt8]
     /// Where the encoded content lies in `loadResult`.
     private let contentRange: Range<Int>
-    /// What every display notification of the offer shares (`DisplayTemplate`): a queued display holds this, not the
+    /// What every display notification of the offer shares (`DisplayTemplate`: its members, `"mbox":{"name":…,
+    /// "state":…},"tokens":[…]`, and the number the journal defines them under): a queued display holds this, not the
     /// offer.
     let displayTemplate: DisplayTemplate
-    /// `"mbox":{"name":…,"state":…},"tokens":[…]`: the members of a display notification that only
-    /// depend on the offer.
-    var notificationFragment: DisplayNotification.Fragment { displayTemplate.fragment }
-    /// This run's number for the offer, unique in the process (never reused, as an address could be): the
-    /// notification journal writes `notificationFragment` once per file under it, and each display's line
-    /// refers to it (`NotificationJournal`).
-    var notificationDefinition: Int { displayTemplate.definition }
     public let cachedAt: MonotonicInstant
     public let cachedAtEpochMs: Int64
     private let hitCount = Atomic<Int>(0)

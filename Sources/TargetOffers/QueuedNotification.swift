@@ -97,11 +97,13 @@ public struct QueuedNotification: @unchecked Sendable {
 
     /// The property token of the offer it counts; nil: the configured property.
     public var property: String? {
-        isRecord ? recordTemplate!.property : notification!.property
+        if let template = recordTemplate { return template.property }
+        return notification!.property
     }
 
     public var mboxName: String {
-        recordTemplate?.name ?? notification!.mboxName
+        if let template = recordTemplate { return template.name }
+        return notification!.mboxName
     }
 
     /// Stamped by the box's own clock (`DisplayNotification.stampedByBoxClock`); a record never is.

@@ -333,6 +333,12 @@ func onDeviceService(
         )
     }
 
+    /// A made display of `offer` by a load without targeting (a record is queued for a plain cached load; a display
+    /// stamped by the box's clock, `boxClock`, is made).
+    private func madeDisplay(of offer: CachedOffer, at epochMs: Int64, boxClock: Bool = false) -> DisplayNotification {
+        .display(of: offer, targeting: nil, profileParameters: [], timestampMs: epochMs, stampedByBoxClock: boxClock)
+    }
+
     /// An encoded item's members by name: a replay writes `id` and `timestamp` first, the rest as they were.
     private func members(_ encoded: [UInt8]) throws -> [String: JSONValue] {
         let item = try #require(try JSONReader.read(encoded).objectValue)
@@ -684,13 +690,7 @@ func onDeviceService(
     @Test func journalLinesCarryThePropertyAndTheBoxClockMarkAndOffersAreDefinedOnce() throws {
         try inJournalFolder { folder, path in
             let withProperty = shelf(property: "p-\"token\"")
-            let marked = DisplayNotification.display(
-                of: withProperty,
-                targeting: nil,
-                profileParameters: [],
-                timestampMs: 946_684_800_000,
-                stampedByBoxClock: true
-            )
+            let marked = madeDisplay(of: withProperty, at: 946_684_800_000, boxClock: true)
             let targeted = DisplayNotification.display(
                 of: withProperty,
                 targeting: MboxTargeting(),
@@ -713,7 +713,7 @@ func onDeviceService(
                 queue.commitJournal()
             }
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-            let definition = withProperty.notificationDefinition
+            let definition = withProperty.displayTemplate.definition
             #expect(
                 lines == [
                     #"{"def":\#(definition),"fragment":{"mbox":{"name":"shelf","state":"state-shelf"},"tokens":["tok"]},"#
@@ -744,19 +744,14 @@ func onDeviceService(
     @Test func aPlainDisplayQueuedAsARecordIsWrittenAsAMadeOneIs() throws {
         try inJournalFolder { folder, path in
             let shelf = shelf(property: "p-1")
-            let made = DisplayNotification.display(
-                of: shelf,
-                targeting: nil,
-                profileParameters: [],
-                timestampMs: 1_800_000_000_000
-            )
+            let made = madeDisplay(of: shelf, at: 1_800_000_000_000)
             let queue = NotificationQueue(journalPath: path, capacity: 100, clock: manualClock(), logger: logger)
             queue.enqueueDisplay(of: shelf, timestampMs: 1_800_000_000_000)
             queue.enqueue(made)
             queue.enqueueDisplay(of: shelf, timestampMs: 1_800_000_000_001)
             queue.commitJournal()
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-            let definition = shelf.notificationDefinition
+            let definition = shelf.displayTemplate.definition
             #expect(lines.count == 4 && lines[0].hasPrefix(#"{"def":\#(definition),"fragment":"#))
             // What a restart would queue again (read without rewriting the file this queue appends to).
             let replayed = NotificationJournal.replay(path: path, logger: logger)
@@ -829,7 +824,7 @@ func onDeviceService(
         try inJournalFolder { folder, path in
             let shelf = offer("shelf")
             func display() -> DisplayNotification {
-                .display(of: shelf, targeting: nil, profileParameters: [], timestampMs: 1_800_000_000_000)
+                madeDisplay(of: shelf, at: 1_800_000_000_000)
             }
             var journal = NotificationJournal(path: path, live: [], logger: logger)
             let first = display()
