@@ -153,6 +153,7 @@ typedef struct {
     long n, warmup, clients, window, timeout_ms, block;
     double seconds, warmup_seconds;
     const char *expect;
+    size_t expect_length;
 } options_t;
 
 static void parse_options(int argc, char **argv, int first, options_t *options) {
@@ -177,6 +178,7 @@ static void parse_options(int argc, char **argv, int first, options_t *options) 
             exit(64);
         }
     }
+    options->expect_length = options->expect ? strlen(options->expect) : 0;
 }
 
 /* ---- latency: REQ, one round trip at a time ---------------------------------------------- */
@@ -197,8 +199,7 @@ static uint64_t round_trip(void *socket, bodies_t *bodies, zmq_msg_t *reply, opt
     if (zmq_send(socket, body->bytes, body->length, 0) < 0) fail("send");
     if (zmq_msg_recv(reply, socket, 0) < 0) fail(zmq_errno() == EAGAIN ? "receive timed out" : "receive");
     uint64_t end = now_ns();
-    size_t expect_length = o->expect ? strlen(o->expect) : 0;
-    if (!contains(zmq_msg_data(reply), zmq_msg_size(reply), o->expect, expect_length)) (*errors)++;
+    if (!contains(zmq_msg_data(reply), zmq_msg_size(reply), o->expect, o->expect_length)) (*errors)++;
     return end - start;
 }
 
@@ -260,7 +261,6 @@ static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) 
     void **sockets = calloc((size_t)k, sizeof(void *));
     long *in_flight = calloc((size_t)k, sizeof(long));
     zmq_pollitem_t *items = calloc((size_t)k, sizeof(zmq_pollitem_t));
-    size_t expect_length = o->expect ? strlen(o->expect) : 0;
     for (long i = 0; i < k; i++) {
         sockets[i] = zmq_socket(context, ZMQ_DEALER);
         int linger = 0;
@@ -308,7 +308,7 @@ static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) 
                 total++;
                 in_flight[i]--;
                 outstanding--;
-                if (!contains(zmq_msg_data(&frame), zmq_msg_size(&frame), o->expect, expect_length)) errors++;
+                if (!contains(zmq_msg_data(&frame), zmq_msg_size(&frame), o->expect, o->expect_length)) errors++;
                 if (at >= measure_from && at < measure_until) counted++;
                 if (at < measure_until) {
                     body_t *body = next_body(bodies);
@@ -403,7 +403,6 @@ static int run_http(const char *address, const char *path, bodies_t *bodies, opt
     int fd = http_connect(host, port);
     uint64_t *samples = malloc((size_t)o->n * sizeof(uint64_t));
     uint64_t errors = 0, reconnects = 0;
-    size_t expect_length = o->expect ? strlen(o->expect) : 0;
     size_t capacity = 65536, request_capacity = 0;
     char *buffer = malloc(capacity);
     char *request = NULL;
@@ -443,7 +442,7 @@ static int run_http(const char *address, const char *path, bodies_t *bodies, opt
             }
         }
         uint64_t end = now_ns();
-        if (status != 200 || !contains(buffer + body_at, body_length, o->expect, expect_length)) errors++;
+        if (status != 200 || !contains(buffer + body_at, body_length, o->expect, o->expect_length)) errors++;
         if (i >= 0) samples[i] = end - start;
     }
     char extra[64];
