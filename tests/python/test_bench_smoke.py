@@ -60,6 +60,8 @@ def test_bench_smoke_runs_every_section_and_leaves_the_doc_alone():
     for summary in list(away.values()) + list(loopback.values()):
         assert summary["agent"] > 0 and summary["cpuPerLoadMicroseconds"]["io"] > 0, throughput
         assert summary["writtenBytesPerLoad"] >= 80, throughput
+        # The load client's own CPU was read for both floods of a pair (the raw echo's and the agent's).
+        assert min(summary["clientMicrosecondsPerReply"].values()) > 0, throughput
     goal_rows = [row for row in results["sections"]["throughput"]["rows"] if row["goal"] == "≥ 0.7x raw"]
     assert len(goal_rows) == len(away) and all("ms away" in row["measurement"] for row in goal_rows), goal_rows
     # And what became of the runs' display notifications is reported: some were sent, whatever the queue dropped.
@@ -108,7 +110,10 @@ def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone(a
         results_path = os.path.join(folder, "compare.json")
         completed = subprocess.run(
             [sys.executable, os.path.join(REPO, "tools", "bench"), "--smoke", "--bin-dir", bin_dir(),
-             "--compare", bin_dir(), "--json", results_path] + (["--target-away"] if away else []),
+             "--compare", bin_dir(), "--json", results_path]
+            # The loopback run's client also tries every socket on every pass (--client-sockets sweep), the
+            # target-away one's only those libzmq signalled (the default).
+            + (["--target-away"] if away else ["--client-sockets", "sweep"]),
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -122,6 +127,7 @@ def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone(a
     assert report["pids"]["A"] != report["pids"]["B"] and report["endpoints"]["A"] != report["endpoints"]["B"], report
     assert sorted(report["clients"], key=int) == ["1", "4", "16", "64"], report
     assert report["targetAwayMs"] == (200 if away else 0), report
+    assert report["clientSockets"] == ("ready" if away else "sweep"), report
     for clients, summary in report["clients"].items():
         for label in ("A", "B"):
             assert len(summary[label]["ratios"]) == report["rounds"] >= 1, summary
@@ -130,6 +136,7 @@ def test_bench_compare_floods_two_builds_side_by_side_and_leaves_the_doc_alone(a
             # count here), and its simulator's CPU was read.
             assert summary[label]["cpuPerLoadMicroseconds"]["io"] > 0, summary
             assert summary[label]["cpuPerLoadMicroseconds"]["simulator"] >= 0, summary
+            assert min(summary[label]["clientMicrosecondsPerReply"].values()) > 0, summary
         assert summary["BoverA"] > 0, summary
     assert "| DEALERs | build | ratio to raw (median) |" in completed.stdout
     assert (open(doc, "rb").read() if os.path.exists(doc) else None) == doc_before

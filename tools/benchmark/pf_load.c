@@ -8,9 +8,10 @@
  *       Two REQ sockets, N round trips on each after WARMUP unmeasured ones, in alternating blocks of BLOCK
  *       (default 500): both endpoints meet the same moments of a shared machine, where two runs one after the
  *       other meet different ones. Prints {"reference": <latencies>, "measured": <latencies>}.
- *   pf-load throughput ENDPOINT BODIES -c CLIENTS -W WINDOW -s SECONDS [-u WARMUP_S] [-e EXPECT]
+ *   pf-load throughput ENDPOINT BODIES -c CLIENTS -W WINDOW -s SECONDS [-u WARMUP_S] [-e EXPECT] [-m ready|sweep]
  *       CLIENTS DEALER sockets driven by one thread, each keeping WINDOW requests in flight;
- *       replies received inside the measured window are counted.
+ *       replies received inside the measured window are counted. -m: which sockets a pass receives from
+ *       (run_throughput says; ready is the default).
  *   pf-load http       HOST:PORT PATH BODIES -n N [-w WARMUP] [-e EXPECT]
  *       One keep-alive TCP connection, N sequential HTTP/1.1 POSTs of application/json (a minimal
  *       hand-written client: one write per request, Content-Length framed responses).
@@ -31,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +154,7 @@ static void print_latencies(const char *mode, uint64_t *samples, size_t n, uint6
 
 typedef struct {
     long n, warmup, clients, window, timeout_ms, block;
+    int sweep_all; /* throughput: try every socket each pass (-m sweep) instead of the ready ones (-m ready) */
     double seconds, warmup_seconds;
     const char *expect;
     size_t expect_length;
@@ -173,6 +177,8 @@ static void parse_options(int argc, char **argv, int first, options_t *options) 
         else if (!strcmp(flag, "-t")) options->timeout_ms = atol(value);
         else if (!strcmp(flag, "-k")) options->block = atol(value);
         else if (!strcmp(flag, "-e")) options->expect = value;
+        else if (!strcmp(flag, "-m") && !strcmp(value, "sweep")) options->sweep_all = 1;
+        else if (!strcmp(flag, "-m") && !strcmp(value, "ready")) options->sweep_all = 0;
         else {
             fprintf(stderr, "pf-load: unknown option %s\n", flag);
             exit(64);
@@ -253,6 +259,14 @@ static int run_pair(const char *reference, const char *measured, bodies_t *bodie
     return 0;
 }
 
+/* The process's CPU time so far, every thread (libzmq's I/O thread too), user and system. */
+static double process_cpu_seconds(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 /* ---- throughput: DEALERs pipelining ------------------------------------------------------- */
 
 static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) {
@@ -269,6 +283,29 @@ static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) 
         items[i].socket = sockets[i];
         items[i].events = ZMQ_POLLIN;
     }
+    /* Which sockets may have replies. -m ready (the default): a socket is tried only from when libzmq
+     * signals its command mailbox (ZMQ_FD, in one epoll set) until a receive finds nothing, as an event loop
+     * over many sockets would; that last receive has processed every command, so the next reply signals
+     * again. -m sweep: every socket every pass, a receive that finds nothing each (about 800 instructions:
+     * a getpid and a poll in libzmq), and zmq_poll over all of them when a pass finds none; its cost then
+     * grows with how thinly replies are spread over the sockets, which the server under test decides. */
+    char *maybe = calloc((size_t)k, 1);
+    struct epoll_event *events = calloc((size_t)k, sizeof(struct epoll_event));
+    int epoll_fd = -1;
+    uint64_t fallback_finds = 0;
+    for (long i = 0; i < k; i++) maybe[i] = 1;
+    if (!o->sweep_all) {
+        epoll_fd = epoll_create1(0);
+        if (epoll_fd < 0) fail("epoll_create1");
+        for (long i = 0; i < k; i++) {
+            int fd;
+            size_t size = sizeof fd;
+            if (zmq_getsockopt(sockets[i], ZMQ_FD, &fd, &size) != 0) fail("ZMQ_FD");
+            struct epoll_event event = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
+            if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) fail("epoll_ctl");
+        }
+    }
+    int after_timeout = 0;
     uint64_t start = now_ns();
     uint64_t measure_from = start + (uint64_t)(o->warmup_seconds * 1e9);
     uint64_t measure_until = measure_from + (uint64_t)(o->seconds * 1e9);
@@ -293,12 +330,15 @@ static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) 
         if (!sending && drain_deadline == 0) drain_deadline = now + 10ull * 1000000000ull;
         if (drain_deadline && now > drain_deadline) break;
         for (long i = 0; i < k; i++) {
+            if (!maybe[i]) continue;
             /* At most 64 replies from one socket per pass, so every client is served in turn. */
             for (int turn = 0; turn < 64 && in_flight[i] > 0; turn++) {
                 if (zmq_msg_recv(&frame, sockets[i], ZMQ_DONTWAIT) < 0) {
-                    if (zmq_errno() == EAGAIN) break;
-                    fail("receive");
+                    if (zmq_errno() != EAGAIN) fail("receive");
+                    if (!o->sweep_all) maybe[i] = 0;
+                    break;
                 }
+                if (after_timeout) fallback_finds++;
                 /* [empty][body]: read frames up to the last one. */
                 while (zmq_msg_more(&frame)) {
                     if (zmq_msg_recv(&frame, sockets[i], 0) < 0) fail("receive");
@@ -321,16 +361,32 @@ static int run_throughput(const char *endpoint, bodies_t *bodies, options_t *o) 
                 }
             }
         }
-        if (!progress) {
-            if (zmq_poll(items, (int)k, 10) < 0 && zmq_errno() != EINTR) fail("poll");
+        after_timeout = 0;
+        if (o->sweep_all) {
+            if (!progress && zmq_poll(items, (int)k, 10) < 0 && zmq_errno() != EINTR) fail("poll");
+        } else {
+            /* Every pass picks up the sockets signalled since, without waiting while there is work. */
+            int n = epoll_wait(epoll_fd, events, (int)k, progress ? 0 : 10);
+            if (n < 0 && errno != EINTR) fail("epoll_wait");
+            for (int e = 0; e < n; e++) maybe[events[e].data.u64] = 1;
+            if (n == 0 && !progress) {
+                /* 10 ms without a signal: try them all once. A reply found so is a signal missed, counted. */
+                for (long i = 0; i < k; i++) maybe[i] = 1;
+                after_timeout = 1;
+            }
         }
     }
     zmq_msg_close(&frame);
     double seconds = (double)(measure_until - measure_from) / 1e9;
     printf("{\"mode\":\"throughput\",\"clients\":%ld,\"window\":%ld,\"seconds\":%.3f,\"replies\":%llu,"
-           "\"total\":%llu,\"sent\":%llu,\"lost\":%ld,\"errors\":%llu,\"rps\":%.1f}\n",
+           "\"total\":%llu,\"sent\":%llu,\"lost\":%ld,\"errors\":%llu,\"rps\":%.1f,\"sockets\":\"%s\","
+           "\"missed_signals\":%llu,\"cpu_seconds\":%.4f}\n",
            k, o->window, seconds, (unsigned long long)counted, (unsigned long long)total,
-           (unsigned long long)sent, outstanding, (unsigned long long)errors, (double)counted / seconds);
+           (unsigned long long)sent, outstanding, (unsigned long long)errors, (double)counted / seconds,
+           o->sweep_all ? "sweep" : "ready", (unsigned long long)fallback_finds, process_cpu_seconds());
+    if (epoll_fd >= 0) close(epoll_fd);
+    free(maybe);
+    free(events);
     for (long i = 0; i < k; i++) zmq_close(sockets[i]);
     zmq_ctx_term(context);
     return outstanding > 0 ? 3 : 0;
@@ -478,7 +534,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: pf-load latency ENDPOINT BODIES [-n N] [-w WARMUP] [-e EXPECT] [-t TIMEOUT_MS]\n"
             "       pf-load pair REFERENCE MEASURED BODIES [-n N] [-w WARMUP] [-k BLOCK] [-e EXPECT] [-t TIMEOUT_MS]\n"
-            "       pf-load throughput ENDPOINT BODIES [-c CLIENTS] [-W WINDOW] [-s SECONDS] [-u WARMUP_S] [-e EXPECT]\n"
+            "       pf-load throughput ENDPOINT BODIES [-c CLIENTS] [-W WINDOW] [-s SECONDS] [-u WARMUP_S] [-e EXPECT] [-m ready|sweep]\n"
             "       pf-load http HOST:PORT PATH BODIES [-n N] [-w WARMUP] [-e EXPECT]\n");
     return 64;
 }
