@@ -149,7 +149,8 @@ extension IPCServer {
         }
     }
 
-    /// Handles up to `limit` waiting requests, then lets the handler commit what they queued, then sends
+    /// Handles up to `limit` waiting requests (fewer once `ReplyBatch.isFull` says the replies should not wait for
+    /// more), then lets the handler commit what they queued, then sends
     /// their replies: a reply never leaves before the work it reports is durable. `drained`: the batch ended
     /// because the socket had no more (or failed); `sent`: it sent on the socket after that. `replies` is the
     /// loop's, empty on entry and on return, kept for its buffers.
@@ -192,6 +193,7 @@ extension IPCServer {
                         handle(message, role: role, draining: draining, receivedAt, into: &replies)
                     }
                 }
+                if replies.isFull { break }
             } catch {
                 if error != .wouldBlock { logReceiveFailure(error, role: role) }
                 drained = true

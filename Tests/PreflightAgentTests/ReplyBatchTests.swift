@@ -43,6 +43,38 @@ import ZeroMQ
         #expect(sent(&batch).isEmpty)
     }
 
+    /// Requests from peers in turn, as libzmq's ROUTER hands them out: `count` of them from `peers` peers.
+    private func inTurn(_ batch: inout ReplyBatch, peers: Int, count: Int, abandoningFirst: Bool = false) {
+        for index in 0..<count {
+            plain(&batch, peer: "peer-\(index % peers)", reply: abandoningFirst && index == 0 ? nil : "ok")
+        }
+    }
+
+    @Test func aBatchIsFullWithSixteenRequestsAPeerOnceEveryPeerWithRequestsCameRound() {
+        for peers in [1, 2, 4, 8, 16, 64] {
+            let full = max(ReplyBatch.leastPerBatch, ReplyBatch.perPeer * peers)
+            var batch = ReplyBatch()
+            inTurn(&batch, peers: peers, count: full - 1)
+            #expect(!batch.isFull, "\(peers) peers")
+            // The round is known only once the first peer comes round again.
+            inTurn(&batch, peers: peers, count: 1)
+            #expect(batch.isFull, "\(peers) peers")
+            _ = sent(&batch)
+            // A sent batch starts counting again.
+            inTurn(&batch, peers: peers, count: 1)
+            #expect(!batch.isFull)
+        }
+    }
+
+    @Test func aBatchWhoseFirstRequestWasDeferredIsFullOnlyAtTheReceiveLimit() {
+        var batch = ReplyBatch()
+        // The first request's bytes are taken back: its routing id is no longer there to compare with, and the
+        // batch runs to the I/O loop's own limit.
+        inTurn(&batch, peers: 2, count: 200, abandoningFirst: true)
+        #expect(!batch.isFull)
+        #expect(sent(&batch).count == 199)
+    }
+
     @Test func theBufferIsKeptForTheNextBatchUnlessABurstGrewItPastItsLimit() {
         var batch = ReplyBatch()
         plain(&batch, peer: "a", reply: "small")
