@@ -77,10 +77,11 @@ struct ReplyBatch {
     /// Whether the batch should be sent before more requests are read: it holds `perPeer` requests from each peer
     /// with requests waiting, and `leastPerBatch` at the least. Replies wait for their whole batch, so in a flood
     /// from a few peers a long batch holds each peer's answers while its next requests wait behind them: with 4
-    /// pipelining DEALERs, batches of 64 answered 13% more a second than of 256 (`tools/bench --compare`, medians of
-    /// 7 rounds side by side). With many peers a short batch gives each one or two replies, and libzmq's thread
-    /// then wakes to write each on its own: batches of 32 answered 11% and 14% fewer with 16 and 64 DEALERs, so
-    /// from 16 peers on the loop's own limit (256) ends a batch first. Unknown until a peer comes round again.
+    /// pipelining DEALERs, batches of 64 answered 10% to 13% more a second than of 256 (`tools/bench --compare`,
+    /// medians of 7 rounds side by side, two runs). With many peers a short batch gives each one or two replies, and
+    /// libzmq's thread then wakes to write each on its own: batches of 32 answered 11% and 14% fewer with 16 and 64
+    /// DEALERs, so from 16 peers on the loop's own limit (256) ends a batch first. Unknown until a peer comes round
+    /// again.
     var isFull: Bool {
         guard let round else { return false }
         return begun >= max(Self.leastPerBatch, Self.perPeer * round)
